@@ -1,0 +1,74 @@
+#include "backends/backend.h"
+
+#include <climits>
+
+namespace byd {
+
+std::string_view fileTypeName(FileType type) {
+  switch (type) {
+    case FileType::kFile: return "file";
+    case FileType::kDir: return "dir";
+    case FileType::kSymlink: return "symlink";
+    case FileType::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string joinKey(std::string_view dir, std::string_view name) {
+  if (dir.empty()) return std::string(name);
+  std::string out(dir);
+  if (out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
+Result<std::string> lexicalNormalize(std::string_view path) {
+  if (path.find('\0') != std::string_view::npos) {
+    return invalidArgument("path contains a NUL byte");
+  }
+  if (path.size() >= PATH_MAX) {
+    return invalidArgument("path is " + std::to_string(path.size()) +
+                           " characters long; the limit is " + std::to_string(PATH_MAX - 1));
+  }
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::vector<std::string_view> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (parts.empty()) {
+        return permissionDenied("'" + std::string(path) + "' is outside the workspace");
+      }
+      parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out = absolute ? "/" : "";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += '/';
+    out += parts[i];
+  }
+  return out;
+}
+
+bool stripDirPrefix(std::string_view path, std::string_view dir, std::string* rest) {
+  if (dir == "/") {
+    *rest = std::string(path.substr(1));
+    return true;
+  }
+  if (path.substr(0, dir.size()) != dir) return false;
+  if (path.size() == dir.size()) {
+    rest->clear();
+    return true;
+  }
+  if (path[dir.size()] != '/') return false;
+  *rest = std::string(path.substr(dir.size() + 1));
+  return true;
+}
+
+}  // namespace byd

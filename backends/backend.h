@@ -1,0 +1,73 @@
+#pragma once
+// The Backend interface: the file operations every tool is built from, on one workspace. Paths
+// passed in are the keys returned by normalize() ("" is the workspace root, "src/a.py" is
+// relative to it, an absolute key names a path inside an extra allowed directory). Backends
+// know nothing of MCP, tools or permissions. Implementations are safe to call from several
+// threads at once.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace byd {
+
+enum class FileType { kFile, kDir, kSymlink, kOther };
+std::string_view fileTypeName(FileType type);
+
+struct FileInfo {
+  std::string name;  // base name (list) or key (stat)
+  FileType type = FileType::kOther;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;  // nanoseconds since the Unix epoch
+  uint32_t mode = 0;     // permission bits (07777)
+};
+
+enum class WriteMode { kOverwrite, kCreate, kAppend };
+
+struct WriteOutcome {
+  bool created = false;  // the file did not exist before
+  uint64_t size = 0;     // file size after the write
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "local" or "state".
+  virtual std::string_view kind() const = 0;
+  // The workspace root as the user sees it (an absolute path).
+  virtual std::string root() const = 0;
+  // Maps a user path (workspace-relative, or absolute inside the workspace) to a key. Refuses
+  // NUL bytes, overlong paths and anything that leaves the workspace.
+  virtual Result<std::string> normalize(std::string_view user_path) const = 0;
+
+  // Follows symlinks that stay inside the workspace.
+  virtual Result<FileInfo> stat(const std::string& key) const = 0;
+  // Entries of a directory (symlinks reported as kSymlink, not followed), in no set order.
+  virtual Result<std::vector<FileInfo>> list(const std::string& key) const = 0;
+  // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.
+  virtual Result<std::string> read(const std::string& key, uint64_t offset,
+                                   uint64_t max_bytes) const = 0;
+  // Atomically replaces (or creates, or appends to) a regular file; creates parent directories;
+  // keeps an existing file's permission bits.
+  virtual Result<WriteOutcome> write(const std::string& key, std::string_view data,
+                                     WriteMode mode) = 0;
+};
+
+// Joins a directory key and an entry name into the entry's key.
+std::string joinKey(std::string_view dir, std::string_view name);
+
+// Lexical clean-up shared by the backends: rejects NUL and paths longer than PATH_MAX, drops
+// "." and empty components, resolves ".." (an escape above the top is an error). The result
+// has no leading or trailing slash; an absolute input keeps its leading slash.
+Result<std::string> lexicalNormalize(std::string_view path);
+
+// If `path` (lexically normal, absolute) lies at or below `dir` (lexically normal, absolute),
+// returns the remainder ("" for `dir` itself); otherwise false. Compares whole components, so
+// /ws_evil is not inside /ws.
+bool stripDirPrefix(std::string_view path, std::string_view dir, std::string* rest);
+
+}  // namespace byd
