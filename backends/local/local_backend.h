@@ -1,0 +1,57 @@
+#pragma once
+// LocalBackend serves one directory on the host (plus optional extra allowed directories).
+// Every access is resolved beneath its base directory by the kernel (see PathResolver), never
+// by comparing strings, so "..", sibling prefixes and symlinks cannot leave it; writes are
+// atomic (temp file + rename). The only state is descriptors opened at construction, so all
+// methods are safe to call from several threads at once.
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/local/path_resolver.h"
+
+namespace byd {
+
+class LocalBackend : public Backend {
+ public:
+  // `root` must be an existing directory; `allowed` are extra directories the tools may also
+  // use, addressed by absolute keys. All are made absolute and canonical here; an error names
+  // the bad directory. `strategy` exists so tests can force the userspace walk.
+  static Result<std::unique_ptr<LocalBackend>> open(
+      const std::string& root, const std::vector<std::string>& allowed,
+      ResolveStrategy strategy = ResolveStrategy::kAuto);
+
+  std::string_view kind() const override { return "local"; }
+  std::string root() const override { return root_.dir(); }
+  Result<std::string> normalize(std::string_view user_path) const override;
+
+  Result<FileInfo> stat(const std::string& key) const override;
+  Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Result<std::string> read(const std::string& key, uint64_t offset,
+                           uint64_t max_bytes) const override;
+  Result<WriteOutcome> write(const std::string& key, std::string_view data,
+                             WriteMode mode) override;
+
+ private:
+  // A key split into the resolver that owns it and the path relative to that resolver's base.
+  struct Location {
+    const PathResolver* resolver;
+    std::string rel;
+    std::string key;
+  };
+
+  LocalBackend(PathResolver root, std::vector<PathResolver> allowed)
+      : root_(std::move(root)), allowed_(std::move(allowed)) {}
+
+  Result<Location> locate(std::string_view path) const;
+  Result<UniqueFd> openRegular(const Location& loc, struct stat* st) const;
+
+  PathResolver root_;
+  std::vector<PathResolver> allowed_;
+};
+
+}  // namespace byd

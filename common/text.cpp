@@ -1,0 +1,160 @@
+#include "common/text.h"
+
+#include <array>
+#include <ctime>
+
+namespace byd {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
+size_t sequenceLength(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // no overlong forms
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+constexpr std::string_view kAlphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+size_t validUtf8Prefix(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // Fast path over ASCII, which is nearly all source code.
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = sequenceLength(s, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return i;
+}
+
+bool isValidUtf8(std::string_view s) { return validUtf8Prefix(s) == s.size(); }
+
+std::string repairUtf8(std::string_view s, bool* replaced) {
+  std::string out;
+  out.reserve(s.size());
+  bool any = false;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t good = validUtf8Prefix(s.substr(i));
+    out.append(s.substr(i, good));
+    i += good;
+    if (i < s.size()) {
+      out.append("\xEF\xBF\xBD");
+      any = true;
+      ++i;
+    }
+  }
+  if (replaced) *replaced = any;
+  return out;
+}
+
+std::string_view utf8Truncate(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  // Step back over continuation bytes so a multi-byte character is not split.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+std::string base64Encode(std::string_view data) {
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  const auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(data[k])); };
+  for (; i + 2 < data.size(); i += 3) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
+  }
+  const size_t rest = data.size() - i;
+  if (rest > 0) {
+    const uint32_t v = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+Result<std::string> base64Decode(std::string_view text) {
+  std::array<int, 256> value;
+  value.fill(-1);
+  for (size_t k = 0; k < kAlphabet.size(); ++k) value[static_cast<uint8_t>(kAlphabet[k])] = k;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (size_t k = 0; k < text.size(); ++k) {
+    const char c = text[k];
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    if (c == '\n' || c == '\r') continue;
+    const int v = value[static_cast<uint8_t>(c)];
+    if (v < 0 || padding > 0) {
+      return invalidArgument("invalid base64 at offset " + std::to_string(k));
+    }
+    acc = acc << 6 | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  if (padding > 2) return invalidArgument("invalid base64 padding");
+  return out;
+}
+
+std::string isoTime(int64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string humanSize(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace byd

@@ -1,0 +1,29 @@
+#pragma once
+// Small text utilities shared by the tools and backends: UTF-8 checking and repair, base64,
+// and timestamps. Pure functions; safe from any thread.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace byd {
+
+// Length of the longest prefix of `s` that is valid UTF-8 (== s.size() when all of it is).
+size_t validUtf8Prefix(std::string_view s);
+bool isValidUtf8(std::string_view s);
+// Copies `s`, replacing each invalid byte sequence with U+FFFD. Sets *replaced when it did.
+std::string repairUtf8(std::string_view s, bool* replaced = nullptr);
+// Cuts `s` to at most `max_bytes` without splitting a UTF-8 sequence.
+std::string_view utf8Truncate(std::string_view s, size_t max_bytes);
+
+std::string base64Encode(std::string_view data);
+Result<std::string> base64Decode(std::string_view text);
+
+// "2026-11-29T09:38:51Z" (UTC, whole seconds).
+std::string isoTime(int64_t unix_ns);
+// Human size: "512 B", "3.4 KiB", "51.2 MiB".
+std::string humanSize(uint64_t bytes);
+
+}  // namespace byd

@@ -1,0 +1,130 @@
+#include "config.h"
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "schemas/embedded.h"
+#include "schemas/validator.h"
+
+namespace byd {
+namespace {
+
+Result<nlohmann::json> readConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return notFound("config file '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return invalidArgument("config file '" + path + "' is not valid JSON");
+  return doc;
+}
+
+Status checkDirectory(const std::string& what, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return invalidArgument(what + " '" + path + "' does not exist");
+  }
+  if (!std::filesystem::is_directory(path, ec)) {
+    return invalidArgument(what + " '" + path + "' is not a directory");
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Status applyConfigJson(const nlohmann::json& doc, Config& c) {
+  BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("config.schema.json"));
+  if (Status s = schemas::validate(*schema, doc, "config"); !s.ok()) {
+    return invalidArgument(s.message());
+  }
+  // Validated: every member present has the right type.
+  if (doc.contains("backend")) c.backend = doc["backend"].get<std::string>();
+  if (doc.contains("root")) c.root = doc["root"].get<std::string>();
+  if (doc.contains("allow")) c.allow = doc["allow"].get<std::vector<std::string>>();
+  if (doc.contains("state_file")) c.state_file = doc["state_file"].get<std::string>();
+  if (doc.contains("state_sync")) c.state_sync = doc["state_sync"].get<bool>();
+  if (doc.contains("log_level")) c.log_level = doc["log_level"].get<std::string>();
+  if (doc.contains("max_message_bytes"))
+    c.max_message_bytes = doc["max_message_bytes"].get<size_t>();
+  if (doc.contains("max_text_bytes"))
+    c.limits.max_text_bytes = doc["max_text_bytes"].get<uint64_t>();
+  if (doc.contains("max_read_bytes"))
+    c.limits.max_read_bytes = doc["max_read_bytes"].get<uint64_t>();
+  if (doc.contains("max_results")) c.limits.max_results = doc["max_results"].get<size_t>();
+  if (doc.contains("workers")) c.workers = doc["workers"].get<size_t>();
+  return okStatus();
+}
+
+Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::string& version) {
+  ParsedCommandLine out;
+  Config flags;
+  std::string config_file;
+  CLI::App app{"backyard-mcp: an MCP server that gives an agent a console on a workspace"};
+  app.set_version_flag("--version", "backyard-mcp " + version);
+  app.add_option("--config", config_file, "JSON config file (schemas/config.schema.json)");
+  app.add_option("--backend", flags.backend, "Workspace backend: state (in memory) or local")
+      ->check(CLI::IsMember({"state", "local"}));
+  app.add_option("--root", flags.root, "Workspace root directory (Local); default: current dir");
+  app.add_option("--allow", flags.allow, "Further directory the file tools may use (repeatable)");
+  app.add_option("--state-file", flags.state_file,
+                 "State: JSON snapshot loaded at start and saved at exit");
+  app.add_flag("--state-sync", flags.state_sync, "State: save the snapshot after every write");
+  app.add_option("--log-level", flags.log_level, "Log level on stderr")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--max-message-bytes", flags.max_message_bytes,
+                 "Largest JSON-RPC message accepted (default 16 MiB)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app.add_option("--max-text-bytes", flags.limits.max_text_bytes,
+                 "A tool's text result is cut here, with a note (default 100 KiB)")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
+  app.add_option("--max-read-bytes", flags.limits.max_read_bytes,
+                 "Largest image or file read_file/edit_file loads whole (default 10 MiB)")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32));
+  app.add_option("--max-results", flags.limits.max_results,
+                 "Most entries ls, glob and grep return (default 1000)")
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  app.add_option("--workers", flags.workers, "Threads running tool calls (default 4)")
+      ->check(CLI::Range(size_t{1}, size_t{256}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    out.exit_now = true;
+    out.exit_code = app.exit(e);
+    return out;
+  } catch (const CLI::ParseError& e) {
+    return invalidArgument(e.what());
+  }
+
+  Config& c = out.config;
+  if (!config_file.empty()) {
+    BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readConfigFile(config_file));
+    BYD_RETURN_IF_ERROR(applyConfigJson(doc, c));
+  }
+  // Flags given on the command line win over the file.
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  if (given("--backend")) c.backend = flags.backend;
+  if (given("--root")) c.root = flags.root;
+  if (given("--allow")) c.allow = flags.allow;
+  if (given("--state-file")) c.state_file = flags.state_file;
+  if (given("--state-sync")) c.state_sync = flags.state_sync;
+  if (given("--log-level")) c.log_level = flags.log_level;
+  if (given("--max-message-bytes")) c.max_message_bytes = flags.max_message_bytes;
+  if (given("--max-text-bytes")) c.limits.max_text_bytes = flags.limits.max_text_bytes;
+  if (given("--max-read-bytes")) c.limits.max_read_bytes = flags.limits.max_read_bytes;
+  if (given("--max-results")) c.limits.max_results = flags.limits.max_results;
+  if (given("--workers")) c.workers = flags.workers;
+
+  if (c.backend == "local") {
+    BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));
+    for (const std::string& dir : c.allow)
+      BYD_RETURN_IF_ERROR(checkDirectory("--allow directory", dir));
+  }
+  if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {
+    return invalidArgument("--state-file and --state-sync need --backend state");
+  }
+  return out;
+}
+
+}  // namespace byd

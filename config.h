@@ -1,0 +1,40 @@
+#pragma once
+// Start-up configuration: defaults, then the --config JSON file (validated against
+// schemas/config.schema.json), then command-line flags, in that order of precedence. Parsed
+// once in main() before any thread starts.
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tools/tool.h"
+
+namespace byd {
+
+struct Config {
+  std::string backend = "local";
+  std::string root = ".";
+  std::vector<std::string> allow;
+  std::string state_file;
+  bool state_sync = false;
+  std::string log_level = "info";
+  size_t max_message_bytes = 16 * 1024 * 1024;
+  size_t workers = 4;
+  Limits limits;
+};
+
+// What main() should do after parsing.
+struct ParsedCommandLine {
+  Config config;
+  bool exit_now = false;  // --help or --version was printed
+  int exit_code = 0;
+};
+
+// Parses flags and the config file. Errors (bad flag, unknown config key, wrong type, missing
+// root) come back as InvalidArgument naming the problem; main() prints them and exits 2.
+Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::string& version);
+
+// Applies a config-file document (already parsed) on top of `config`.
+Status applyConfigJson(const nlohmann::json& doc, Config& config);
+
+}  // namespace byd

@@ -1,0 +1,53 @@
+#pragma once
+// JSON-RPC 2.0 framing-independent pieces: error codes, classifying a parsed message, building
+// responses, and the one mapping from a Status to a JSON-RPC error. Pure functions; safe from
+// any thread.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace byd::mcp {
+
+using nlohmann::json;
+
+namespace rpc {
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+}  // namespace rpc
+
+enum class Kind { kRequest, kNotification, kResponse, kInvalid };
+
+struct Message {
+  Kind kind = Kind::kInvalid;
+  json id;              // requests and responses (null when absent)
+  std::string method;   // requests and notifications
+  json params;          // object, array or null
+  std::string problem;  // why it is kInvalid
+};
+
+// Parses one JSON text. Refuses nesting deeper than `max_depth` before parsing, since the
+// parser recurses once per level. On failure returns InvalidArgument with the reason.
+Result<json> parseJson(std::string_view text, int max_depth = 256);
+
+// Classifies a parsed JSON value as a JSON-RPC request, notification, response or invalid.
+Message classify(const json& value);
+
+json makeResult(const json& id, json result);
+json makeError(const json& id, int code, std::string_view message);
+json makeNotification(std::string_view method, json params);
+
+// The single mapping from a protocol-level Status to a JSON-RPC error code and message.
+// Internal errors never pass their text on.
+json errorFromStatus(const json& id, const Status& status);
+
+// Serializes for the wire: compact, invalid UTF-8 replaced rather than thrown on.
+std::string serialize(const json& value);
+
+}  // namespace byd::mcp

@@ -1,0 +1,62 @@
+#pragma once
+// MCP protocol revisions this server speaks, and the typed params of the methods it serves.
+// Params are parsed from untrusted JSON in exactly one place (protocol.cpp) and never throw.
+// Pure data and functions; safe from any thread.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace byd::mcp {
+
+using nlohmann::json;
+
+// Oldest first; the last one is the latest.
+inline constexpr std::array<std::string_view, 4> kProtocolVersions = {"2024-11-05", "2025-03-26",
+                                                                      "2025-06-18", "2025-11-25"};
+
+// The client's version when we speak it, else our latest.
+std::string negotiateVersion(std::string_view requested);
+// True when `version` is at least `since` (both known revision strings, which sort as dates).
+inline bool atLeast(std::string_view version, std::string_view since) { return version >= since; }
+
+struct InitializeParams {
+  std::string protocol_version;
+  std::string client_name;
+  std::string client_version;
+  bool elicitation = false;
+};
+
+struct ListToolsParams {
+  std::optional<std::string> cursor;
+};
+
+struct CallToolParams {
+  std::string name;
+  json arguments = json::object();
+};
+
+struct SetLevelParams {
+  int level = 0;  // index into kLogLevels
+};
+
+struct CancelledParams {
+  json request_id;
+};
+
+// RFC 5424 severities as MCP names them, least severe first.
+inline constexpr std::array<std::string_view, 8> kLogLevels = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+
+Result<InitializeParams> parseInitialize(const json& params);
+Result<ListToolsParams> parseListTools(const json& params);
+Result<CallToolParams> parseCallTool(const json& params);
+Result<SetLevelParams> parseSetLevel(const json& params);
+Result<CancelledParams> parseCancelled(const json& params);
+
+}  // namespace byd::mcp

@@ -1,0 +1,92 @@
+#pragma once
+// The MCP dispatcher for one session: lifecycle and version negotiation, the method table,
+// tools/list and tools/call, logging and cancellation. Frames arrive from one transport thread;
+// tools/call runs on a worker pool so a slow call never delays ping or another call. Every
+// request is answered exactly once, except one the client cancelled, which gets no answer.
+
+#include <asio/thread_pool.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backends/backend.h"
+#include "mcp/json_rpc.h"
+#include "mcp/protocol.h"
+#include "mcp/transport.h"
+#include "tools/tool.h"
+
+namespace byd::mcp {
+
+struct ServerOptions {
+  std::string name = "backyard-mcp";
+  std::string title = "backyard-mcp";
+  std::string version = "0.0.0";
+  std::string instructions;
+  size_t page_size = 50;  // tools per tools/list page
+  size_t workers = 4;     // threads running tools/call
+};
+
+class Server : public MessageHandler {
+ public:
+  Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options);
+  ~Server() override;
+
+  void onFrame(std::string_view frame) override;
+  void onOversizedFrame(size_t bytes) override;
+
+  // Cancels everything in flight (their answers are dropped).
+  void cancelAll();
+  // Blocks until every request received so far has been answered or dropped.
+  void drain();
+
+ private:
+  struct Batch;
+  // Where one message's answer goes: straight to the transport, or into a batch.
+  using Sink = std::shared_ptr<Batch>;
+  using Handler = std::function<Result<json>(const json& params)>;
+  struct Method {
+    Handler handler;
+    bool before_init = false;
+  };
+
+  void bindMethods();
+  template <typename P>
+  void bind(std::string name, Result<P> (*parse)(const json&), Result<json> (Server::*fn)(const P&),
+            bool before_init = false);
+
+  void dispatch(const json& value, const Sink& sink);
+  void handleRequest(Message m, const Sink& sink);
+  void handleNotification(const Message& m);
+  void startToolCall(Message m, const Sink& sink);
+  void deliver(const Sink& sink, std::optional<json> response);
+
+  Result<json> onInitialize(const InitializeParams& p);
+  Result<json> onPing(const json& p);
+  Result<json> onListTools(const ListToolsParams& p);
+  Result<json> onSetLevel(const SetLevelParams& p);
+  Result<json> runToolCall(const CallToolParams& p, const CancelToken& token);
+
+  void logToClient(int level, const json& data);
+  std::string protocolVersion() const;
+
+  Transport& transport_;
+  Backend& backend_;
+  const Limits limits_;
+  const ServerOptions options_;
+  std::map<std::string, Method, std::less<>> methods_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::string protocol_version_;                  // empty until initialize
+  std::map<std::string, CancelToken> in_flight_;  // by serialized request id
+  size_t active_ = 0;                     // tool calls started and not yet answered or dropped
+  std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel
+  asio::thread_pool pool_;
+};
+
+}  // namespace byd::mcp

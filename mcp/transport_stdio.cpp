@@ -1,0 +1,100 @@
+#include "mcp/transport_stdio.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "mcp/json_rpc.h"
+
+namespace byd::mcp {
+
+StdioTransport::StdioTransport(int in_fd, int out_fd, size_t max_frame_bytes)
+    : in_fd_(in_fd), out_fd_(out_fd), max_frame_bytes_(max_frame_bytes) {
+  if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+}
+
+StdioTransport::~StdioTransport() {
+  if (wake_[0] >= 0) close(wake_[0]);
+  if (wake_[1] >= 0) close(wake_[1]);
+}
+
+void StdioTransport::stop() {
+  if (wake_[1] >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] ssize_t n = write(wake_[1], &byte, 1);
+  }
+}
+
+void StdioTransport::endLine(MessageHandler& handler) {
+  if (discarding_) {
+    handler.onOversizedFrame(discarded_);
+    discarding_ = false;
+    discarded_ = 0;
+    return;
+  }
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  if (line_.find_first_not_of(" \t\r") != std::string::npos) handler.onFrame(line_);
+  line_.clear();
+}
+
+void StdioTransport::consume(std::string_view data, MessageHandler& handler) {
+  while (!data.empty()) {
+    const size_t nl = data.find('\n');
+    const std::string_view part = data.substr(0, nl);
+    if (discarding_) {
+      discarded_ += part.size();
+    } else if (line_.size() + part.size() > max_frame_bytes_) {
+      // Stop buffering: the rest of this line is counted, never stored.
+      discarding_ = true;
+      discarded_ = line_.size() + part.size();
+      line_.clear();
+      line_.shrink_to_fit();
+    } else {
+      line_.append(part);
+    }
+    if (nl == std::string_view::npos) return;
+    endLine(handler);
+    data.remove_prefix(nl + 1);
+  }
+}
+
+Status StdioTransport::run(MessageHandler& handler) {
+  char buf[1 << 16];
+  while (true) {
+    pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(fds, wake_[0] >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      return internalError("poll failed");
+    }
+    if (fds[1].revents & POLLIN) return okStatus();
+    const ssize_t n = read(in_fd_, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return internalError("read from stdin failed");
+    }
+    if (n == 0) {
+      // EOF, possibly in the middle of a message: hand over what arrived so the peer gets
+      // an answer (a parse error if it was cut short).
+      if (discarding_ || !line_.empty()) endLine(handler);
+      return okStatus();
+    }
+    consume(std::string_view(buf, n), handler);
+  }
+}
+
+void StdioTransport::send(const nlohmann::json& message) {
+  std::string text = serialize(message);
+  text += '\n';
+  std::lock_guard lock(write_mu_);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(out_fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the peer has gone; nothing more to do
+    done += n;
+  }
+}
+
+}  // namespace byd::mcp

@@ -1,0 +1,105 @@
+#include "tests/tools/tool_fixture.h"
+
+namespace byd::testing {
+namespace {
+
+class GrepTest : public ToolTest {
+ protected:
+  void SetUp() override {
+    ToolTest::SetUp();
+    seed("b.py", "import os\ndef main():\n    os.exit(1)\n");
+    seed("a.py", "x = 1\n# TODO fix\ny = 2\nz = 3\n# todo again\n");
+    seed("docs/readme.md", "TODO: write docs\n");
+    seed("bin.dat", std::string("TODO\0binary", 11));
+    seed(".git/HEAD", "TODO in git\n");
+  }
+};
+BYD_TOOL_SUITE(GrepTest);
+
+TEST_P(GrepTest, FilesWithMatchesSortedByPath) {
+  json r = call("grep", {{"pattern", "TODO"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r), "a.py\ndocs/readme.md\n[1 binary file(s) skipped]\n");
+  EXPECT_EQ(r["structuredContent"]["files"], json({"a.py", "docs/readme.md"}));
+  EXPECT_EQ(r["structuredContent"]["binary_skipped"], 1);
+}
+
+TEST_P(GrepTest, ContentWithLineNumbers) {
+  json r = call("grep", {{"pattern", "[xyz] = \\d"}, {"output_mode", "content"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r), "a.py:1:x = 1\na.py:3:y = 2\na.py:4:z = 3\n[1 binary file(s) skipped]\n");
+}
+
+TEST_P(GrepTest, IgnoreCase) {
+  json r = call("grep", {{"pattern", "todo"}, {"ignore_case", true}, {"output_mode", "count"}});
+  EXPECT_EQ(text(r), "a.py:2\ndocs/readme.md:1\n[1 binary file(s) skipped]\n");
+  EXPECT_EQ(r["structuredContent"]["total_matches"], 3);
+}
+
+TEST_P(GrepTest, ContextLines) {
+  json r = call("grep", {{"pattern", "^y"}, {"output_mode", "content"}, {"context", 1}});
+  EXPECT_EQ(text(r), "a.py-2-# TODO fix\na.py:3:y = 2\na.py-4-z = 3\n[1 binary file(s) skipped]\n");
+  json lines = r["structuredContent"]["matches"];
+  EXPECT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1]["match"], true);
+  EXPECT_EQ(lines[0]["match"], false);
+}
+
+TEST_P(GrepTest, SeparatedContextGroups) {
+  json r = call("grep", {{"pattern", "^x|todo again"}, {"output_mode", "content"}, {"context", 1}});
+  EXPECT_EQ(text(r),
+            "a.py:1:x = 1\na.py-2-# TODO fix\n--\na.py-4-z = 3\na.py:5:# todo again\n"
+            "[1 binary file(s) skipped]\n");
+}
+
+TEST_P(GrepTest, IncludeByNameAndByPath) {
+  EXPECT_EQ(call("grep", {{"pattern", "TODO"}, {"include", "*.md"}})["structuredContent"]["files"],
+            json({"docs/readme.md"}));
+  EXPECT_EQ(
+      call("grep", {{"pattern", "TODO"}, {"include", "docs/*"}})["structuredContent"]["files"],
+      json({"docs/readme.md"}));
+  EXPECT_EQ(
+      call("grep", {{"pattern", "TODO"}, {"include", "*.{py,txt}"}})["structuredContent"]["files"],
+      json({"a.py"}));
+}
+
+TEST_P(GrepTest, SinglePath) {
+  json r = call("grep", {{"pattern", "os"}, {"path", "b.py"}, {"output_mode", "count"}});
+  EXPECT_EQ(text(r), "b.py:2\n");
+}
+
+TEST_P(GrepTest, MaxResults) {
+  json r = call("grep", {{"pattern", "="}, {"output_mode", "content"}, {"max_results", 2}});
+  EXPECT_EQ(r["structuredContent"]["matches"].size(), 2u);
+  EXPECT_EQ(r["structuredContent"]["truncated"], true);
+  EXPECT_NE(text(r).find("[results stop at max_results=2; 3 matches in 1 files in all]"),
+            std::string::npos)
+      << text(r);
+}
+
+TEST_P(GrepTest, NoMatches) {
+  EXPECT_EQ(text(call("grep", {{"pattern", "nothing-here"}})),
+            "No matches.\n[1 binary file(s) skipped]\n");
+}
+
+TEST_P(GrepTest, MatchesNeverSpanLines) {
+  json r = call("grep", {{"pattern", "1\\s+# TODO"}, {"output_mode", "count"}});
+  EXPECT_EQ(r["structuredContent"]["files_matched"], 0);
+}
+
+TEST_P(GrepTest, BadPatternQuotesRe2) {
+  json r = call("grep", {{"pattern", "(unclosed"}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "invalid regular expression '(unclosed': missing ): (unclosed");
+}
+
+TEST_P(GrepTest, CatastrophicPatternStaysLinear) {
+  // (a+)+$ is exponential in backtracking engines; RE2 finishes it in one pass.
+  seed("aaa.txt", std::string(1 << 20, 'a') + "b");
+  json r = call("grep", {{"pattern", "(a+)+$"}, {"path", "aaa.txt"}, {"output_mode", "count"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(r["structuredContent"]["files_matched"], 0);
+}
+
+}  // namespace
+}  // namespace byd::testing

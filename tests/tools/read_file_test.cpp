@@ -1,0 +1,150 @@
+#include "tests/tools/tool_fixture.h"
+
+namespace byd::testing {
+namespace {
+
+class ReadFileTest : public ToolTest {};
+BYD_TOOL_SUITE(ReadFileTest);
+
+TEST_P(ReadFileTest, NumbersLinesLikeCatN) {
+  seed("a.txt", "one\ntwo\nthree\n");
+  json r = call("read_file", {{"path", "a.txt"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r), "     1\tone\n     2\ttwo\n     3\tthree\n");
+  EXPECT_EQ(r["structuredContent"]["total_lines"], 3);
+  EXPECT_EQ(r["structuredContent"]["content"], "one\ntwo\nthree\n");
+  EXPECT_TRUE(r["structuredContent"]["next_offset"].is_null());
+}
+
+TEST_P(ReadFileTest, OffsetAndLimitWithFooter) {
+  std::string content;
+  for (int i = 1; i <= 10; ++i) content += "line " + std::to_string(i) + "\n";
+  seed("a.txt", content);
+  json r = call("read_file", {{"path", "a.txt"}, {"offset", 3}, {"limit", 2}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r),
+            "     3\tline 3\n     4\tline 4\n"
+            "[lines 3-4 of 10; 6 more lines; continue with offset=5]\n");
+  EXPECT_EQ(r["structuredContent"]["next_offset"], 5);
+}
+
+TEST_P(ReadFileTest, LastLineWithoutNewline) {
+  seed("a.txt", "a\nb");
+  json r = call("read_file", {{"path", "a.txt"}});
+  EXPECT_EQ(text(r), "     1\ta\n     2\tb\n");
+  EXPECT_EQ(r["structuredContent"]["total_lines"], 2);
+}
+
+TEST_P(ReadFileTest, CrlfShownWithoutCarriageReturns) {
+  seed("w.txt", "a\r\nb\r\n");
+  EXPECT_EQ(text(call("read_file", {{"path", "w.txt"}})), "     1\ta\n     2\tb\n");
+}
+
+TEST_P(ReadFileTest, EmptyFile) {
+  seed("e.txt", "");
+  json r = call("read_file", {{"path", "e.txt"}});
+  ASSERT_FALSE(isError(r));
+  EXPECT_EQ(text(r), "(empty file)\n");
+}
+
+TEST_P(ReadFileTest, OffsetPastTheEnd) {
+  seed("a.txt", "x\ny\n");
+  json r = call("read_file", {{"path", "a.txt"}, {"offset", 9}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "offset 9 is past the end of 'a.txt', which has 2 lines");
+}
+
+TEST_P(ReadFileTest, LongLinesAreCut) {
+  seed("long.txt", std::string(5000, 'x') + "\nshort\n");
+  json r = call("read_file", {{"path", "long.txt"}});
+  const std::string t = text(r);
+  EXPECT_NE(t.find("\t" + std::string(2000, 'x') + " [... line cut at 2000 of 5000 bytes]\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("     2\tshort\n"), std::string::npos);
+  EXPECT_NE(t.find("[1 line(s) longer than 2000 bytes were cut]"), std::string::npos);
+}
+
+TEST_P(ReadFileTest, HugeSingleLineFileIsReadInBoundedOutput) {
+  seed("big.txt", std::string(50 << 20, 'a'));
+  json r = call("read_file", {{"path", "big.txt"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_LT(text(r).size(), 3000u);
+  EXPECT_NE(text(r).find("line cut at 2000 of 52428800 bytes"), std::string::npos);
+}
+
+TEST_P(ReadFileTest, InvalidUtf8IsReplacedAndSaid) {
+  seed("bad.txt", "ok \xff\xfe here\n");
+  json r = call("read_file", {{"path", "bad.txt"}});
+  ASSERT_FALSE(isError(r));
+  EXPECT_NE(text(r).find("ok \xEF\xBF\xBD\xEF\xBF\xBD here"), std::string::npos);
+  EXPECT_NE(text(r).find("not valid UTF-8"), std::string::npos);
+  EXPECT_EQ(r["structuredContent"]["invalid_utf8"], true);
+}
+
+TEST_P(ReadFileTest, PngComesBackAsImageContent) {
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + std::string("\0\0\0\rIHDR", 8);
+  seed("pic.png", png);
+  json r = call("read_file", {{"path", "pic.png"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  ASSERT_EQ(r["content"].size(), 2u);
+  EXPECT_EQ(r["content"][1]["type"], "image");
+  EXPECT_EQ(r["content"][1]["mimeType"], "image/png");
+  EXPECT_EQ(r["content"][1]["data"], base64(png));
+}
+
+TEST_P(ReadFileTest, OtherBinaryIsRefusedWithSize) {
+  seed("blob.bin", std::string("\x7f"
+                               "ELF\0\0\0\0",
+                               8) +
+                       std::string(2040, '\0'));
+  json r = call("read_file", {{"path", "blob.bin"}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r),
+            "'blob.bin' is a binary file (2.0 KiB); read_file shows text and png, jpeg, gif and "
+            "webp images only");
+}
+
+TEST_P(ReadFileTest, DirectoryIsRefused) {
+  seed("d/x", "");
+  json r = call("read_file", {{"path", "d"}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "'d' is a directory; use ls to list it");
+}
+
+TEST_P(ReadFileTest, MissingFile) {
+  json r = call("read_file", {{"path", "nope.txt"}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "'nope.txt' does not exist");
+}
+
+TEST_P(ReadFileTest, ArgumentErrorsNameTheField) {
+  json r = call("read_file", {{"path", "a"}, {"offset", 0}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "invalid arguments for read_file: arguments.offset: must be >= 1, got 0");
+  r = call("read_file", json::object());
+  EXPECT_EQ(text(r),
+            "invalid arguments for read_file: arguments.path: required property is missing");
+}
+
+TEST_P(ReadFileTest, OutputIsCappedAtTheTextLimit) {
+  limits_.max_text_bytes = 4096;
+  std::string content;
+  for (int i = 0; i < 1000; ++i) content += "some line of text number " + std::to_string(i) + "\n";
+  seed("a.txt", content);
+  json r = call("read_file", {{"path", "a.txt"}});
+  ASSERT_FALSE(isError(r));
+  EXPECT_LT(text(r).size(), 4096u + 200);
+  const int64_t next = r["structuredContent"]["next_offset"];
+  EXPECT_GT(next, 10);
+  EXPECT_NE(text(r).find("continue with offset=" + std::to_string(next)), std::string::npos);
+}
+
+TEST_P(ReadFileTest, AbsolutePathInsideTheWorkspace) {
+  seed("in.txt", "x\n");
+  json r = call("read_file", {{"path", backend_->root() + "/in.txt"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r), "     1\tx\n");
+}
+
+}  // namespace
+}  // namespace byd::testing

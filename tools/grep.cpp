@@ -1,0 +1,316 @@
+// grep: RE2 search over the workspace, files searched in parallel, output sorted by path.
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "common/glob.h"
+#include "common/text.h"
+#include "tools/tool.h"
+#include "tools/walk.h"
+
+namespace byd {
+namespace {
+
+constexpr size_t kSniffBytes = 8192;
+constexpr size_t kMaxShownLineBytes = 2000;
+constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;  // larger files are skipped, and said so
+
+enum class Mode { kFiles, kContent, kCount };
+
+struct Query {
+  std::unique_ptr<RE2> re;
+  std::optional<std::string> literal;  // set when the pattern is a plain case-sensitive string
+  Mode mode = Mode::kFiles;
+  int context = 0;
+  size_t max_results = 0;
+};
+
+struct Line {
+  size_t number;
+  std::string text;
+  bool match;
+};
+
+struct FileResult {
+  size_t matches = 0;
+  std::vector<Line> lines;  // content mode: matches and their context, in order
+  bool binary = false;
+  bool too_big = false;
+};
+
+Result<Query> compileQuery(const json& args, const Limits& limits) {
+  Query q;
+  const std::string pattern = argString(args, "pattern");
+  const bool ignore_case = argBool(args, "ignore_case");
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_case_sensitive(!ignore_case);
+  options.set_never_nl(true);  // a match never spans lines, as in grep and ripgrep
+  options.set_max_mem(64 << 20);
+  q.re = std::make_unique<RE2>("(?m)" + pattern, options);
+  if (!q.re->ok()) {
+    // Report RE2's words about the pattern as the user wrote it, not our "(?m)" prefix.
+    RE2 plain(pattern, options);
+    return invalidArgument("invalid regular expression '" + pattern +
+                           "': " + (plain.ok() ? q.re->error() : plain.error()));
+  }
+  if (!ignore_case && RE2::QuoteMeta(pattern) == pattern && !pattern.empty()) q.literal = pattern;
+  const std::string mode = argString(args, "output_mode", "files_with_matches");
+  q.mode = mode == "content" ? Mode::kContent : mode == "count" ? Mode::kCount : Mode::kFiles;
+  q.context = static_cast<int>(argInt(args, "context", 0));
+  q.max_results = static_cast<size_t>(argInt(args, "max_results", limits.max_results));
+  return q;
+}
+
+// Start of the next match at or after `pos`, with the match's line bounds; false if none.
+bool nextMatch(const Query& q, std::string_view text, size_t pos, size_t* line_begin,
+               size_t* line_end) {
+  size_t at;
+  if (q.literal) {
+    at = text.find(*q.literal, pos);
+    if (at == std::string_view::npos) return false;
+  } else {
+    re2::StringPiece m;
+    if (!q.re->Match(text, pos, text.size(), RE2::UNANCHORED, &m, 1)) return false;
+    at = m.data() - text.data();
+  }
+  const size_t nl_before = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+  *line_begin = nl_before == std::string_view::npos ? 0 : nl_before + 1;
+  const size_t nl = text.find('\n', at);
+  *line_end = nl == std::string_view::npos ? text.size() : nl;
+  return true;
+}
+
+std::string shownLine(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string out = repairUtf8(utf8Truncate(line, kMaxShownLineBytes));
+  if (line.size() > kMaxShownLineBytes) out += " [... line cut]";
+  return out;
+}
+
+// Adds `context` lines before and after each match line (merging overlaps).
+void addContext(std::string_view text, int context, std::vector<Line>& lines) {
+  if (context <= 0 || lines.empty()) return;
+  std::vector<size_t> starts = {0};
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n' && i + 1 < text.size()) starts.push_back(i + 1);
+  }
+  auto lineText = [&](size_t n) {  // n is 1-based
+    size_t b = starts[n - 1];
+    size_t e = n < starts.size() ? starts[n] - 1 : text.size();
+    return text.substr(b, e - b);
+  };
+  std::vector<Line> out;
+  size_t next_free = 1;  // first line number not yet emitted
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t n = lines[i].number;
+    size_t from = n > static_cast<size_t>(context) ? n - context : 1;
+    for (size_t k = std::max(from, next_free); k < n; ++k) {
+      out.push_back({k, shownLine(lineText(k)), false});
+    }
+    out.push_back(std::move(lines[i]));
+    next_free = n + 1;
+    const size_t limit = std::min(starts.size(), n + context);
+    const size_t stop = i + 1 < lines.size() ? std::min(limit, lines[i + 1].number - 1) : limit;
+    for (size_t k = next_free; k <= stop; ++k) out.push_back({k, shownLine(lineText(k)), false});
+    next_free = std::max(next_free, stop + 1);
+  }
+  lines = std::move(out);
+}
+
+FileResult searchText(const Query& q, std::string_view text) {
+  FileResult r;
+  if (q.mode == Mode::kFiles) {
+    r.matches = q.literal ? text.find(*q.literal) != std::string_view::npos
+                          : RE2::PartialMatch(text, *q.re);
+    return r;
+  }
+  size_t pos = 0, line_no = 1, counted_to = 0, begin, end;
+  while (pos < text.size() && nextMatch(q, text, pos, &begin, &end)) {
+    line_no += std::count(text.begin() + counted_to, text.begin() + begin, '\n');
+    counted_to = begin;
+    ++r.matches;
+    if (q.mode == Mode::kContent && r.lines.size() < q.max_results) {
+      r.lines.push_back({line_no, shownLine(text.substr(begin, end - begin)), true});
+    }
+    pos = end + 1;
+  }
+  if (q.mode == Mode::kContent) addContext(text, q.context, r.lines);
+  return r;
+}
+
+FileResult searchFile(const Query& q, const Backend& backend, const std::string& key,
+                      uint64_t size) {
+  FileResult r;
+  if (size > kMaxFileBytes) {
+    r.too_big = true;
+    return r;
+  }
+  auto data = backend.read(key, 0, size + 1);
+  if (!data.ok()) return r;
+  if (std::string_view(*data).substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
+    r.binary = true;
+    return r;
+  }
+  return searchText(q, *data);
+}
+
+struct Candidate {
+  std::string key;
+  uint64_t size;
+};
+
+Result<std::vector<Candidate>> collectFiles(const json& args, ToolContext& ctx,
+                                            const std::string& base, const FileInfo& base_info) {
+  std::vector<Candidate> files;
+  if (base_info.type == FileType::kFile) {
+    files.push_back({base, base_info.size});
+    return files;
+  }
+  if (base_info.type != FileType::kDir) return invalidArgument("'" + base + "' is not searchable");
+  std::optional<GlobMatcher> include;
+  const std::string include_pattern = argString(args, "include");
+  if (!include_pattern.empty()) {
+    BYD_ASSIGN_OR_RETURN(include, GlobMatcher::compile(include_pattern));
+  }
+  // As in ripgrep, a glob without '/' matches the file name at any depth.
+  const bool by_name = include_pattern.find('/') == std::string::npos;
+  BYD_RETURN_IF_ERROR(
+      walkTree(ctx.backend, base, WalkOptions{}, ctx.cancel,
+               [&](const std::string& key, const std::string& rel, const FileInfo& info) {
+                 // Symlinks are not followed, as in ripgrep: a link cannot pull outside files in.
+                 if (info.type != FileType::kFile) return true;
+                 if (include && !include->matches(by_name ? std::string_view(info.name) : rel))
+                   return true;
+                 files.push_back({key, info.size});
+                 return true;
+               }));
+  std::sort(files.begin(), files.end(),
+            [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
+  return files;
+}
+
+// Searches every candidate, spread over the machine's cores.
+std::vector<FileResult> searchAll(const Query& q, ToolContext& ctx,
+                                  const std::vector<Candidate>& files) {
+  std::vector<FileResult> results(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      if (ctx.cancel.cancelled()) return;
+      results[i] = searchFile(q, ctx.backend, files[i].key, files[i].size);
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), files.size());
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+  }
+  return results;
+}
+
+struct Summary {
+  size_t files_matched = 0, total_matches = 0, binary = 0, too_big = 0;
+  bool truncated = false;
+};
+
+ToolOutput render(const Query& q, const std::vector<Candidate>& files,
+                  const std::vector<FileResult>& results) {
+  ToolOutput out;
+  Summary s;
+  json items = json::array();
+  size_t emitted = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const FileResult& r = results[i];
+    s.binary += r.binary;
+    s.too_big += r.too_big;
+    if (r.matches == 0) continue;
+    ++s.files_matched;
+    s.total_matches += r.matches;
+    const std::string& path = files[i].key;
+    if (q.mode != Mode::kContent) {
+      if (emitted == q.max_results) {
+        s.truncated = true;
+        continue;
+      }
+      ++emitted;
+      if (q.mode == Mode::kFiles) {
+        out.text += path + "\n";
+        items.push_back(path);
+      } else {
+        out.text += path + ":" + std::to_string(r.matches) + "\n";
+        items.push_back({{"path", path}, {"count", r.matches}});
+      }
+      continue;
+    }
+    size_t prev = 0;
+    for (const Line& line : r.lines) {
+      if (line.match && emitted == q.max_results) {
+        s.truncated = true;
+        break;
+      }
+      if (q.context > 0 && prev != 0 && line.number > prev + 1) out.text += "--\n";
+      if (q.context > 0 && prev == 0 && !out.text.empty()) out.text += "--\n";
+      prev = line.number;
+      out.text += path + (line.match ? ":" : "-") + std::to_string(line.number) +
+                  (line.match ? ":" : "-") + line.text + "\n";
+      if (line.match) ++emitted;
+      items.push_back(
+          {{"path", path}, {"line", line.number}, {"text", line.text}, {"match", line.match}});
+    }
+    if (r.matches > r.lines.size()) s.truncated = true;
+  }
+  if (s.files_matched == 0) out.text = "No matches.\n";
+  if (s.truncated) {
+    out.text += "[results stop at max_results=" + std::to_string(q.max_results) + "; " +
+                std::to_string(s.total_matches) + " matches in " + std::to_string(s.files_matched) +
+                " files in all]\n";
+  }
+  if (s.binary > 0) out.text += "[" + std::to_string(s.binary) + " binary file(s) skipped]\n";
+  if (s.too_big > 0) out.text += "[" + std::to_string(s.too_big) + " file(s) over 1 GiB skipped]\n";
+  const char* field = q.mode == Mode::kFiles   ? "files"
+                      : q.mode == Mode::kCount ? "counts"
+                                               : "matches";
+  out.structured = {{field, std::move(items)},          {"files_matched", s.files_matched},
+                    {"total_matches", s.total_matches}, {"files_searched", files.size()},
+                    {"binary_skipped", s.binary},       {"truncated", s.truncated}};
+  return out;
+}
+
+Result<ToolOutput> runGrep(const json& args, ToolContext& ctx) {
+  BYD_ASSIGN_OR_RETURN(Query query, compileQuery(args, ctx.limits));
+  BYD_ASSIGN_OR_RETURN(std::string base, ctx.backend.normalize(argString(args, "path", ".")));
+  BYD_ASSIGN_OR_RETURN(FileInfo base_info, ctx.backend.stat(base));
+  BYD_ASSIGN_OR_RETURN(std::vector<Candidate> files, collectFiles(args, ctx, base, base_info));
+  std::vector<FileResult> results = searchAll(query, ctx, files);
+  if (ctx.cancel.cancelled()) return cancelled("cancelled");
+  return render(query, files, results);
+}
+
+}  // namespace
+
+extern const ToolSpec kGrepTool = {
+    .name = "grep",
+    .title = "Search file contents",
+    .description =
+        "Search file contents with a regular expression (RE2 syntax: like PCRE without "
+        "backreferences or lookaround; always linear time). output_mode: files_with_matches "
+        "(default, the paths), content (matching lines as path:line:text, with `context` lines "
+        "around them) or count (matches per file). `include` filters files by glob (`*.py` "
+        "matches the name at any depth, `src/**/*.ts` the path). Binary files and .git are "
+        "skipped; results are sorted by path and line and stop at max_results.",
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .handler = runGrep,
+};
+
+}  // namespace byd

@@ -1,0 +1,70 @@
+// ls: the entries of one directory, sorted by name.
+
+#include <algorithm>
+
+#include "common/text.h"
+#include "tools/tool.h"
+
+namespace byd {
+namespace {
+
+std::string entryLine(const FileInfo& e) {
+  char size[24];
+  snprintf(size, sizeof size, "%10s", e.type == FileType::kDir ? "-" : humanSize(e.size).c_str());
+  std::string name = e.name;
+  if (e.type == FileType::kDir) name += '/';
+  if (e.type == FileType::kSymlink) name += '@';
+  return std::string(fileTypeName(e.type)) + std::string(8 - fileTypeName(e.type).size(), ' ') +
+         size + "  " + isoTime(e.mtime_ns) + "  " + name + "\n";
+}
+
+Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
+  const std::string path = argString(args, "path", ".");
+  BYD_ASSIGN_OR_RETURN(std::string key, ctx.backend.normalize(path));
+  BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
+  if (info.type != FileType::kDir) {
+    return invalidArgument("'" + path + "' is not a directory; use read_file to read a file");
+  }
+  BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, ctx.backend.list(key));
+  std::sort(entries.begin(), entries.end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  const size_t total = entries.size();
+  const bool truncated = total > ctx.limits.max_results;
+  if (truncated) entries.resize(ctx.limits.max_results);
+
+  ToolOutput out;
+  json list = json::array();
+  const std::string shown = key.empty() ? "." : key;
+  out.text = shown + ": " + std::to_string(total) + (total == 1 ? " entry\n" : " entries\n");
+  for (const FileInfo& e : entries) {
+    out.text += entryLine(e);
+    list.push_back({{"name", e.name},
+                    {"type", fileTypeName(e.type)},
+                    {"size", e.size},
+                    {"mtime", isoTime(e.mtime_ns)}});
+  }
+  if (truncated) {
+    out.text += "[showing the first " + std::to_string(entries.size()) + " of " +
+                std::to_string(total) + " entries; use glob with a pattern to narrow]\n";
+  }
+  out.structured = {
+      {"path", shown}, {"entries", std::move(list)}, {"total", total}, {"truncated", truncated}};
+  return out;
+}
+
+}  // namespace
+
+extern const ToolSpec kLsTool = {
+    .name = "ls",
+    .title = "List directory",
+    .description =
+        "List the entries of a directory in the workspace: name, type (file, dir, symlink, "
+        "other), size and modification time, sorted by name. Paths are relative to the "
+        "workspace root (an absolute path inside the workspace also works).",
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .handler = runLs,
+};
+
+}  // namespace byd

@@ -1,0 +1,212 @@
+// read_file: numbered lines of a text file (like `cat -n`), images as MCP image content.
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/text.h"
+#include "tools/tool.h"
+
+namespace byd {
+namespace {
+
+constexpr size_t kMaxLineBytes = 2000;
+constexpr size_t kChunkBytes = 1 << 20;
+constexpr size_t kSniffBytes = 8192;
+
+std::string_view imageMimeType(std::string_view head) {
+  if (head.starts_with("\x89PNG\r\n\x1a\n")) return "image/png";
+  if (head.starts_with("\xFF\xD8\xFF")) return "image/jpeg";
+  if (head.starts_with("GIF87a") || head.starts_with("GIF89a")) return "image/gif";
+  if (head.size() >= 12 && head.starts_with("RIFF") && head.substr(8, 4) == "WEBP") {
+    return "image/webp";
+  }
+  return {};
+}
+
+// Collects lines [first, first + limit) of a file fed to it in chunks, and counts the rest.
+class LineWindow {
+ public:
+  LineWindow(int64_t first, int64_t limit, size_t max_text)
+      : first_(first), last_(first + limit - 1), max_text_(max_text) {}
+
+  void feed(std::string_view chunk) {
+    size_t i = 0;
+    while (i < chunk.size()) {
+      const char* nl = static_cast<const char*>(memchr(chunk.data() + i, '\n', chunk.size() - i));
+      const size_t end = nl ? nl - chunk.data() : chunk.size();
+      if (collecting()) append(chunk.substr(i, end - i));
+      if (!nl) break;
+      endLine();
+      i = end + 1;
+    }
+    pending_ = chunk.empty() ? pending_ : chunk.back() != '\n';
+  }
+  void finish() {
+    if (pending_) endLine();
+  }
+
+  int64_t totalLines() const { return line_ - 1; }
+  int64_t lastShown() const { return first_ + static_cast<int64_t>(shown_) - 1; }
+  size_t shown() const { return shown_; }
+  bool outputFull() const { return full_; }
+  const std::string& numbered() const { return numbered_; }
+  const std::string& raw() const { return raw_; }
+  size_t cutLines() const { return cut_lines_; }
+
+ private:
+  bool collecting() const { return line_ >= first_ && line_ <= last_ && !full_; }
+  void append(std::string_view part) {
+    line_bytes_ += part.size();
+    if (current_.size() < kMaxLineBytes + 4) {
+      current_.append(part.substr(0, kMaxLineBytes + 4 - current_.size()));
+    }
+  }
+  void endLine() {
+    if (collecting()) emit();
+    ++line_;
+    current_.clear();
+    line_bytes_ = 0;
+  }
+  void emit() {
+    std::string_view text = current_;
+    size_t bytes = line_bytes_;
+    if (!text.empty() && text.back() == '\r' && bytes == text.size()) {
+      text.remove_suffix(1);
+      --bytes;
+    }
+    std::string line(utf8Truncate(text, kMaxLineBytes));
+    const bool cut = bytes > kMaxLineBytes;
+    char number[32];
+    snprintf(number, sizeof number, "%6lld\t", static_cast<long long>(line_));
+    std::string entry = number + line;
+    if (cut) {
+      entry += " [... line cut at " + std::to_string(line.size()) + " of " + std::to_string(bytes) +
+               " bytes]";
+      ++cut_lines_;
+    }
+    entry += '\n';
+    if (numbered_.size() + entry.size() > max_text_ && shown_ > 0) {
+      full_ = true;
+      return;
+    }
+    numbered_ += entry;
+    raw_.append(line).append("\n");
+    ++shown_;
+  }
+
+  const int64_t first_, last_;
+  const size_t max_text_;
+  int64_t line_ = 1;
+  std::string current_;
+  size_t line_bytes_ = 0;
+  bool pending_ = false;
+  bool full_ = false;
+  size_t shown_ = 0;
+  size_t cut_lines_ = 0;
+  std::string numbered_, raw_;
+};
+
+Result<ToolOutput> imageOutput(const std::string& key, const FileInfo& info, std::string_view mime,
+                               ToolContext& ctx) {
+  if (info.size > ctx.limits.max_read_bytes) {
+    return resourceExhausted("'" + key + "' is an image of " + humanSize(info.size) +
+                             ", over the " + humanSize(ctx.limits.max_read_bytes) + " read limit");
+  }
+  BYD_ASSIGN_OR_RETURN(std::string data, ctx.backend.read(key, 0, info.size));
+  ToolOutput out;
+  out.text = "Image '" + key + "' (" + std::string(mime) + ", " + humanSize(data.size()) + ")";
+  out.extra_content.push_back(
+      {{"type", "image"}, {"data", base64Encode(data)}, {"mimeType", std::string(mime)}});
+  out.structured = {{"path", key}, {"kind", "image"}, {"mime_type", mime}, {"size", data.size()}};
+  return out;
+}
+
+std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
+  std::string note;
+  const int64_t total = w.totalLines();
+  if (total == 0) return "(empty file)\n";
+  const int64_t last = w.lastShown();
+  if (last < total) {
+    note += "[lines " + std::to_string(offset) + "-" + std::to_string(last) + " of " +
+            std::to_string(total) + "; " + std::to_string(total - last) +
+            " more lines; continue with offset=" + std::to_string(last + 1) + "]\n";
+  }
+  if (w.cutLines() > 0) {
+    note += "[" + std::to_string(w.cutLines()) + " line(s) longer than " +
+            std::to_string(kMaxLineBytes) + " bytes were cut]\n";
+  }
+  if (repaired) note += "[the file is not valid UTF-8; invalid bytes are shown as U+FFFD]\n";
+  return note;
+}
+
+Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
+  const std::string path = argString(args, "path");
+  const int64_t offset = argInt(args, "offset", 1);
+  const int64_t limit = argInt(args, "limit", 2000);
+  BYD_ASSIGN_OR_RETURN(std::string key, ctx.backend.normalize(path));
+  BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
+  if (info.type == FileType::kDir) {
+    return invalidArgument("'" + path + "' is a directory; use ls to list it");
+  }
+  BYD_ASSIGN_OR_RETURN(std::string chunk, ctx.backend.read(key, 0, kChunkBytes));
+  const std::string_view head = std::string_view(chunk).substr(0, kSniffBytes);
+  if (auto mime = imageMimeType(head); !mime.empty()) return imageOutput(key, info, mime, ctx);
+  if (head.find('\0') != std::string_view::npos) {
+    return invalidArgument("'" + path + "' is a binary file (" + humanSize(info.size) +
+                           "); read_file shows text and png, jpeg, gif and webp images only");
+  }
+
+  // Leave room for the footer, so the note on how to continue is never cut off.
+  constexpr size_t kFooterRoom = 512;
+  LineWindow window(offset, limit,
+                    ctx.limits.max_text_bytes > 2 * kFooterRoom
+                        ? ctx.limits.max_text_bytes - kFooterRoom
+                        : ctx.limits.max_text_bytes / 2);
+  uint64_t pos = 0;
+  while (!chunk.empty()) {
+    if (ctx.cancel.cancelled()) return cancelled("cancelled");
+    window.feed(chunk);
+    pos += chunk.size();
+    if (chunk.size() < kChunkBytes) break;
+    BYD_ASSIGN_OR_RETURN(chunk, ctx.backend.read(key, pos, kChunkBytes));
+  }
+  window.finish();
+  if (offset > 1 && offset > window.totalLines()) {
+    return outOfRange("offset " + std::to_string(offset) + " is past the end of '" + path +
+                      "', which has " + std::to_string(window.totalLines()) + " lines");
+  }
+  bool repaired = false;
+  ToolOutput out;
+  out.text = repairUtf8(window.numbered(), &repaired);
+  out.text += footer(window, offset, repaired);
+  const bool more = window.lastShown() < window.totalLines();
+  out.structured = {{"path", key},
+                    {"kind", "text"},
+                    {"content", repairUtf8(window.raw())},
+                    {"start_line", offset},
+                    {"num_lines", window.shown()},
+                    {"total_lines", window.totalLines()},
+                    {"size", pos},
+                    {"next_offset", more ? json(window.lastShown() + 1) : json(nullptr)},
+                    {"invalid_utf8", repaired}};
+  return out;
+}
+
+}  // namespace
+
+extern const ToolSpec kReadFileTool = {
+    .name = "read_file",
+    .title = "Read file",
+    .description =
+        "Read a text file from the workspace, with line numbers like `cat -n`. By default up to "
+        "2000 lines from the start; use offset (1-based line) and limit to page through long "
+        "files: the footer says how many lines remain and which offset continues. Lines over "
+        "2000 bytes are cut. PNG, JPEG, GIF and WebP files are returned as images; other binary "
+        "files are refused.",
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .handler = runReadFile,
+};
+
+}  // namespace byd

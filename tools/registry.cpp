@@ -1,0 +1,90 @@
+#include "tools/registry.h"
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "common/text.h"
+#include "schemas/embedded.h"
+#include "schemas/validator.h"
+
+namespace byd {
+
+extern const ToolSpec kLsTool;
+extern const ToolSpec kReadFileTool;
+extern const ToolSpec kWriteFileTool;
+extern const ToolSpec kEditFileTool;
+extern const ToolSpec kGlobTool;
+extern const ToolSpec kGrepTool;
+
+namespace {
+
+// The table. Order is the order of tools/list.
+constexpr std::array<const ToolSpec*, 6> kSpecs = {
+    &kLsTool, &kReadFileTool, &kWriteFileTool, &kEditFileTool, &kGlobTool, &kGrepTool,
+};
+
+const nlohmann::json* schemaFor(std::string_view name, std::string_view which) {
+  auto r = schemas::embedded("tools/" + std::string(name) + "." + std::string(which) + ".json");
+  if (!r.ok()) {
+    // Every tool ships both schemas; a missing one is a build mistake caught by the unit tests.
+    spdlog::critical("{}", r.status().message());
+    static const nlohmann::json kEmpty = nlohmann::json::object();
+    return &kEmpty;
+  }
+  return *r;
+}
+
+std::string truncationNote(size_t shown, size_t total) {
+  return "\n\n[output cut at " + humanSize(shown) + " of " + humanSize(total) +
+         "; narrow the request (offset/limit, a more specific path or pattern) to see the rest]";
+}
+
+}  // namespace
+
+std::span<const Tool> allTools() {
+  static const std::vector<Tool> tools = [] {
+    std::vector<Tool> out;
+    for (const ToolSpec* spec : kSpecs) {
+      out.push_back({spec, schemaFor(spec->name, "input"), schemaFor(spec->name, "output")});
+    }
+    return out;
+  }();
+  return tools;
+}
+
+const Tool* findTool(std::string_view name) {
+  for (const Tool& tool : allTools()) {
+    if (tool.spec->name == name) return &tool;
+  }
+  return nullptr;
+}
+
+nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolContext& ctx,
+                        bool structured) {
+  auto error = [](const std::string& message) {
+    return nlohmann::json{{"content", {{{"type", "text"}, {"text", message}}}}, {"isError", true}};
+  };
+  if (Status s = schemas::validate(*tool.input_schema, arguments, "arguments"); !s.ok()) {
+    return error("invalid arguments for " + std::string(tool.spec->name) + ": " + s.message());
+  }
+  Result<ToolOutput> out = tool.spec->handler(arguments, ctx);
+  if (!out.ok()) return error(out.status().message());
+
+  std::string text = std::move(out->text);
+  if (text.size() > ctx.limits.max_text_bytes) {
+    const size_t total = text.size();
+    text = std::string(utf8Truncate(text, ctx.limits.max_text_bytes));
+    text += truncationNote(text.size(), total);
+  }
+  nlohmann::json content = nlohmann::json::array();
+  content.push_back({{"type", "text"}, {"text", std::move(text)}});
+  for (auto& block : out->extra_content) content.push_back(std::move(block));
+  nlohmann::json result = {{"content", std::move(content)}, {"isError", false}};
+  if (structured) result["structuredContent"] = std::move(out->structured);
+  return result;
+}
+
+}  // namespace byd

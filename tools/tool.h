@@ -1,0 +1,61 @@
+#pragma once
+// What a tool is: its spec (name, title, description, annotations, schema files) and a handler
+// that turns validated arguments into a ToolOutput using only the Backend. Tools know the shape
+// of a tool result but never JSON-RPC, bytes or sockets. Handlers are called concurrently from
+// worker threads; they keep no state of their own.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.h"
+#include "common/cancel.h"
+#include "common/result.h"
+
+namespace byd {
+
+using nlohmann::json;
+
+// Limits a user can set (design.md §2).
+struct Limits {
+  uint64_t max_text_bytes = 100 * 1024;        // a text result is cut here, with a note
+  uint64_t max_read_bytes = 10 * 1024 * 1024;  // largest file read_file/edit_file will load
+  size_t max_results = 1000;                   // glob, grep and ls stop here
+};
+
+struct ToolContext {
+  Backend& backend;
+  const Limits& limits;
+  CancelToken cancel;
+};
+
+// A successful tool result: the facts as text, the same facts as structuredContent, and any
+// further content blocks (an image, say) that go after the text.
+struct ToolOutput {
+  std::string text;
+  json structured = json::object();
+  std::vector<json> extra_content;
+};
+
+using ToolHandler = Result<ToolOutput> (*)(const json& args, ToolContext& ctx);
+
+struct ToolSpec {
+  std::string_view name;
+  std::string_view title;
+  std::string_view description;
+  bool read_only;
+  bool destructive;
+  bool idempotent;
+  ToolHandler handler;
+};
+
+// Typed argument access for handlers. Arguments have passed the tool's inputSchema before a
+// handler sees them, so these only supply defaults; they never throw.
+std::string argString(const json& args, std::string_view key, std::string_view fallback = "");
+int64_t argInt(const json& args, std::string_view key, int64_t fallback);
+bool argBool(const json& args, std::string_view key, bool fallback = false);
+
+}  // namespace byd
