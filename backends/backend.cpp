@@ -1,17 +1,31 @@
 #include "backends/backend.h"
 
+#include <algorithm>
 #include <climits>
 
 namespace byd {
 
 std::string_view fileTypeName(FileType type) {
   switch (type) {
-    case FileType::kFile: return "file";
-    case FileType::kDir: return "dir";
-    case FileType::kSymlink: return "symlink";
-    case FileType::kOther: return "other";
+    case FileType::kFile:
+      return "file";
+    case FileType::kDir:
+      return "dir";
+    case FileType::kSymlink:
+      return "symlink";
+    case FileType::kOther:
+      return "other";
   }
   return "other";
+}
+
+Status Backend::readStream(const std::string& key, size_t chunk_bytes,
+                           const std::function<bool(std::string_view)>& sink) const {
+  chunk_bytes = std::max<size_t>(chunk_bytes, 1);
+  for (uint64_t offset = 0;; offset += chunk_bytes) {
+    BYD_ASSIGN_OR_RETURN(std::string chunk, read(key, offset, chunk_bytes));
+    if (chunk.empty() || !sink(chunk) || chunk.size() < chunk_bytes) return okStatus();
+  }
 }
 
 std::string joinKey(std::string_view dir, std::string_view name) {

@@ -6,6 +6,7 @@
 // threads at once.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,11 @@ class Backend {
   // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.
   virtual Result<std::string> read(const std::string& key, uint64_t offset,
                                    uint64_t max_bytes) const = 0;
+  // Feeds a regular file to `sink` in chunks of at most `chunk_bytes`, from the start, until
+  // the end of the file or until `sink` returns false. The view is valid only during the call.
+  // The default reads chunk by chunk through read(); backends override it to open once.
+  virtual Status readStream(const std::string& key, size_t chunk_bytes,
+                            const std::function<bool(std::string_view)>& sink) const;
   // Atomically replaces (or creates, or appends to) a regular file; creates parent directories;
   // keeps an existing file's permission bits.
   virtual Result<WriteOutcome> write(const std::string& key, std::string_view data,

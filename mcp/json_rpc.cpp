@@ -36,19 +36,19 @@ Message classify(const json& v) {
     m.problem = "a JSON-RPC message must be an object";
     return m;
   }
-  auto version = v.find("jsonrpc");
-  if (version == v.end() || *version != "2.0") {
-    m.problem = "missing \"jsonrpc\": \"2.0\"";
-    return m;
-  }
   auto id = v.find("id");
   if (id != v.end()) {
-    // Ids are strings or integers (MCP forbids null); keep them for the reply whatever they are.
+    // Ids are strings or integers (MCP forbids null); a valid one is kept for the error reply.
     if (!id->is_string() && !id->is_number_integer()) {
       m.problem = "\"id\" must be a string or an integer";
       return m;
     }
     m.id = *id;
+  }
+  auto version = v.find("jsonrpc");
+  if (version == v.end() || *version != "2.0") {
+    m.problem = "missing \"jsonrpc\": \"2.0\"";
+    return m;
   }
   auto method = v.find("method");
   if (method == v.end()) {

@@ -18,6 +18,7 @@ namespace byd {
 namespace {
 
 constexpr size_t kSniffBytes = 8192;
+constexpr size_t kStreamChunk = 256 << 10;
 constexpr size_t kMaxShownLineBytes = 2000;
 constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;  // larger files are skipped, and said so
 
@@ -73,8 +74,10 @@ bool nextMatch(const Query& q, std::string_view text, size_t pos, size_t* line_b
                size_t* line_end) {
   size_t at;
   if (q.literal) {
-    at = text.find(*q.literal, pos);
-    if (at == std::string_view::npos) return false;
+    const void* hit =
+        memmem(text.data() + pos, text.size() - pos, q.literal->data(), q.literal->size());
+    if (hit == nullptr) return false;
+    at = static_cast<const char*>(hit) - text.data();
   } else {
     re2::StringPiece m;
     if (!q.re->Match(text, pos, text.size(), RE2::UNANCHORED, &m, 1)) return false;
@@ -85,6 +88,21 @@ bool nextMatch(const Query& q, std::string_view text, size_t pos, size_t* line_b
   const size_t nl = text.find('\n', at);
   *line_end = nl == std::string_view::npos ? text.size() : nl;
   return true;
+}
+
+// Calls on_line(number, line) for every line of `text` with a match; lines are numbered from
+// `first_line`. Stops early when on_line returns false. Returns the number of '\n' in `text`
+// (meaningful only when it did not stop early).
+template <typename OnLine>
+size_t scanLines(const Query& q, std::string_view text, size_t first_line, OnLine&& on_line) {
+  size_t pos = 0, line_no = first_line, counted_to = 0, begin, end;
+  while (pos < text.size() && nextMatch(q, text, pos, &begin, &end)) {
+    line_no += std::count(text.begin() + counted_to, text.begin() + begin, '\n');
+    counted_to = begin;
+    if (!on_line(line_no, text.substr(begin, end - begin))) return 0;
+    pos = end + 1;
+  }
+  return line_no - first_line + std::count(text.begin() + counted_to, text.end(), '\n');
 }
 
 std::string shownLine(std::string_view line) {
@@ -101,9 +119,10 @@ void addContext(std::string_view text, int context, std::vector<Line>& lines) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\n' && i + 1 < text.size()) starts.push_back(i + 1);
   }
-  auto lineText = [&](size_t n) {  // n is 1-based
+  auto lineText = [&](size_t n) {  // n is 1-based, without its '\n'
     size_t b = starts[n - 1];
     size_t e = n < starts.size() ? starts[n] - 1 : text.size();
+    if (e > b && text[e - 1] == '\n') --e;  // the last line of a file that ends in '\n'
     return text.substr(b, e - b);
   };
   std::vector<Line> out;
@@ -124,25 +143,36 @@ void addContext(std::string_view text, int context, std::vector<Line>& lines) {
   lines = std::move(out);
 }
 
-FileResult searchText(const Query& q, std::string_view text) {
-  FileResult r;
-  if (q.mode == Mode::kFiles) {
-    r.matches = q.literal ? text.find(*q.literal) != std::string_view::npos
-                          : RE2::PartialMatch(text, *q.re);
-    return r;
-  }
-  size_t pos = 0, line_no = 1, counted_to = 0, begin, end;
-  while (pos < text.size() && nextMatch(q, text, pos, &begin, &end)) {
-    line_no += std::count(text.begin() + counted_to, text.begin() + begin, '\n');
-    counted_to = begin;
-    ++r.matches;
-    if (q.mode == Mode::kContent && r.lines.size() < q.max_results) {
-      r.lines.push_back({line_no, shownLine(text.substr(begin, end - begin)), true});
+// Feeds `on_line` every matching line of a file, streaming it in chunks so memory stays flat
+// however large the file is. Lines that span chunks are carried over whole.
+template <typename OnLine>
+Status streamMatches(const Query& q, const Backend& backend, const std::string& key, FileResult& r,
+                     OnLine&& on_line) {
+  std::string carry;
+  size_t line_no = 1;
+  bool first = true, stopped = false;
+  Status s = backend.readStream(key, kStreamChunk, [&](std::string_view chunk) {
+    if (first && chunk.substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
+      r.binary = true;
+      return false;
     }
-    pos = end + 1;
-  }
-  if (q.mode == Mode::kContent) addContext(text, q.context, r.lines);
-  return r;
+    first = false;
+    std::string_view data = chunk;
+    if (!carry.empty()) data = carry.append(chunk);
+    const size_t last_nl = data.rfind('\n');
+    if (last_nl == std::string_view::npos) {
+      if (carry.empty()) carry.assign(chunk);
+      return true;
+    }
+    bool keep_going = true;
+    line_no += scanLines(q, data.substr(0, last_nl + 1), line_no,
+                         [&](size_t n, std::string_view l) { return keep_going = on_line(n, l); });
+    stopped = !keep_going;
+    carry = std::string(data.substr(last_nl + 1));
+    return keep_going;
+  });
+  if (s.ok() && !stopped && !r.binary && !carry.empty()) scanLines(q, carry, line_no, on_line);
+  return s;
 }
 
 FileResult searchFile(const Query& q, const Backend& backend, const std::string& key,
@@ -152,13 +182,30 @@ FileResult searchFile(const Query& q, const Backend& backend, const std::string&
     r.too_big = true;
     return r;
   }
-  auto data = backend.read(key, 0, size + 1);
-  if (!data.ok()) return r;
-  if (std::string_view(*data).substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
-    r.binary = true;
+  if (q.mode == Mode::kContent && q.context > 0) {
+    // Context needs the neighbouring lines: read the file whole.
+    auto data = backend.read(key, 0, size + 1);
+    if (!data.ok()) return r;
+    if (std::string_view(*data).substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
+      r.binary = true;
+      return r;
+    }
+    scanLines(q, *data, 1, [&](size_t n, std::string_view line) {
+      if (r.matches++ < q.max_results) r.lines.push_back({n, shownLine(line), true});
+      return true;
+    });
+    addContext(*data, q.context, r.lines);
     return r;
   }
-  return searchText(q, *data);
+  Status s = streamMatches(q, backend, key, r, [&](size_t n, std::string_view line) {
+    ++r.matches;
+    if (q.mode == Mode::kContent && r.lines.size() < q.max_results) {
+      r.lines.push_back({n, shownLine(line), true});
+    }
+    return q.mode != Mode::kFiles;  // one match is enough to list the file
+  });
+  if (!s.ok()) r = FileResult{};
+  return r;
 }
 
 struct Candidate {
@@ -304,7 +351,8 @@ extern const ToolSpec kGrepTool = {
         "Search file contents with a regular expression (RE2 syntax: like PCRE without "
         "backreferences or lookaround; always linear time). output_mode: files_with_matches "
         "(default, the paths), content (matching lines as path:line:text, with `context` lines "
-        "around them) or count (matches per file). `include` filters files by glob (`*.py` "
+        "around them) or count (matching lines per file, like grep -c). `include` filters files by "
+        "glob (`*.py` "
         "matches the name at any depth, `src/**/*.ts` the path). Binary files and .git are "
         "skipped; results are sorted by path and line and stop at max_results.",
     .read_only = true,

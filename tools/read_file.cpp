@@ -106,19 +106,40 @@ class LineWindow {
   std::string numbered_, raw_;
 };
 
-Result<ToolOutput> imageOutput(const std::string& key, const FileInfo& info, std::string_view mime,
+// `head` is the file's first chunk; when the file is larger, the rest is read too.
+Result<ToolOutput> imageOutput(const std::string& key, std::string head, std::string_view mime,
                                ToolContext& ctx) {
-  if (info.size > ctx.limits.max_read_bytes) {
-    return resourceExhausted("'" + key + "' is an image of " + humanSize(info.size) +
-                             ", over the " + humanSize(ctx.limits.max_read_bytes) + " read limit");
+  std::string data = std::move(head);
+  uint64_t size = data.size();
+  if (size == kChunkBytes) {
+    BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
+    size = info.size;
   }
-  BYD_ASSIGN_OR_RETURN(std::string data, ctx.backend.read(key, 0, info.size));
+  if (size > ctx.limits.max_read_bytes) {
+    return resourceExhausted("'" + key + "' is an image of " + humanSize(size) + ", over the " +
+                             humanSize(ctx.limits.max_read_bytes) + " read limit");
+  }
+  if (data.size() < size) {
+    BYD_ASSIGN_OR_RETURN(data, ctx.backend.read(key, 0, ctx.limits.max_read_bytes));
+  }
   ToolOutput out;
   out.text = "Image '" + key + "' (" + std::string(mime) + ", " + humanSize(data.size()) + ")";
+  out.structured = {{"path", key}, {"kind", "image"}, {"mime_type", mime}, {"size", data.size()}};
   out.extra_content.push_back(
       {{"type", "image"}, {"data", base64Encode(data)}, {"mimeType", std::string(mime)}});
-  out.structured = {{"path", key}, {"kind", "image"}, {"mime_type", mime}, {"size", data.size()}};
   return out;
+}
+
+// The first chunk of a file, or an error that says what to do instead.
+Result<std::string> firstChunk(ToolContext& ctx, const std::string& key, const std::string& path) {
+  auto chunk = ctx.backend.read(key, 0, kChunkBytes);
+  if (chunk.ok()) return chunk;
+  // Only on failure look closer: the common case costs one open.
+  auto info = ctx.backend.stat(key);
+  if (info.ok() && info->type == FileType::kDir) {
+    return invalidArgument("'" + path + "' is a directory; use ls to list it");
+  }
+  return chunk.status();
 }
 
 std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
@@ -144,15 +165,15 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
   const int64_t offset = argInt(args, "offset", 1);
   const int64_t limit = argInt(args, "limit", 2000);
   BYD_ASSIGN_OR_RETURN(std::string key, ctx.backend.normalize(path));
-  BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
-  if (info.type == FileType::kDir) {
-    return invalidArgument("'" + path + "' is a directory; use ls to list it");
-  }
-  BYD_ASSIGN_OR_RETURN(std::string chunk, ctx.backend.read(key, 0, kChunkBytes));
+  BYD_ASSIGN_OR_RETURN(std::string chunk, firstChunk(ctx, key, path));
   const std::string_view head = std::string_view(chunk).substr(0, kSniffBytes);
-  if (auto mime = imageMimeType(head); !mime.empty()) return imageOutput(key, info, mime, ctx);
+  if (auto mime = imageMimeType(head); !mime.empty()) {
+    return imageOutput(key, std::move(chunk), mime, ctx);
+  }
   if (head.find('\0') != std::string_view::npos) {
-    return invalidArgument("'" + path + "' is a binary file (" + humanSize(info.size) +
+    auto info = ctx.backend.stat(key);
+    return invalidArgument("'" + path + "' is a binary file (" +
+                           humanSize(info.ok() ? info->size : chunk.size()) +
                            "); read_file shows text and png, jpeg, gif and webp images only");
   }
 

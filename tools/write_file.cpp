@@ -33,8 +33,9 @@ Result<ToolOutput> runWriteFile(const json& args, ToolContext& ctx) {
   const std::string verb = mode == WriteMode::kAppend && !done.created ? "Appended"
                            : done.created                              ? "Created"
                                                                        : "Overwrote";
+  const size_t lines = countLines(content);
   out.text = verb + " '" + key + "': wrote " + std::to_string(content.size()) + " bytes (" +
-             std::to_string(countLines(content)) + " lines); the file is now " +
+             std::to_string(lines) + (lines == 1 ? " line" : " lines") + "); the file is now " +
              humanSize(done.size) + ".";
   out.structured = {{"path", key},
                     {"mode", mode_name},

@@ -35,6 +35,8 @@ class LocalBackend : public Backend {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  Status readStream(const std::string& key, size_t chunk_bytes,
+                    const std::function<bool(std::string_view)>& sink) const override;
 
  private:
   // A key split into the resolver that owns it and the path relative to that resolver's base.

@@ -46,16 +46,6 @@ int openAt(int dirfd, const char* name, int flags, mode_t mode) {
   }
 }
 
-// Reads a symlink; returns 0 or an errno.
-int readLinkAt(int dirfd, const char* name, std::string* target) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlinkat(dirfd, name, buf, sizeof buf);
-  if (n < 0) return errno;
-  if (static_cast<size_t>(n) == sizeof buf) return ENAMETOOLONG;
-  target->assign(buf, static_cast<size_t>(n));
-  return 0;
-}
-
 // Resolves a path one component at a time, following symlinks itself. It keeps a descriptor
 // for every directory entered so ".." steps back physically (as the kernel does) and is
 // refused at the base.
@@ -178,6 +168,15 @@ bool kernelHasOpenat2(int dirfd) {
 std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 }  // namespace
+
+int readLinkAt(int dirfd, const char* name, std::string* target) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlinkat(dirfd, name, buf, sizeof buf);
+  if (n < 0) return errno;
+  if (static_cast<size_t>(n) == sizeof buf) return ENAMETOOLONG;
+  target->assign(buf, static_cast<size_t>(n));
+  return 0;
+}
 
 Status outsideWorkspace(const std::string& key) {
   return permissionDenied(quote(key) + " is outside the workspace");

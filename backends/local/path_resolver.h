@@ -87,6 +87,8 @@ class PathResolver {
 
 // Maps an errno to a Status naming `key`, without any probing of the file system.
 Status errnoStatus(int err, const std::string& key);
+// Reads the symlink `name` in `dirfd` into *target; returns 0 or an errno.
+int readLinkAt(int dirfd, const char* name, std::string* target);
 // "'<key>' is outside the workspace".
 Status outsideWorkspace(const std::string& key);
 

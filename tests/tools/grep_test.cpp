@@ -52,6 +52,43 @@ TEST_P(GrepTest, SeparatedContextGroups) {
             "[1 binary file(s) skipped]\n");
 }
 
+TEST_P(GrepTest, ContextAtTheEndOfAFile) {
+  seed("end.txt", "alpha\nBETA\ngamma\n");
+  seed("crlf.txt", "one\r\nTWO\r\nthree\r\n");
+  json r = call("grep", {{"pattern", "BETA|TWO"}, {"output_mode", "content"}, {"context", 1}});
+  EXPECT_EQ(text(r),
+            "crlf.txt-1-one\ncrlf.txt:2:TWO\ncrlf.txt-3-three\n--\nend.txt-1-alpha\n"
+            "end.txt:2:BETA\nend.txt-3-gamma\n[1 binary file(s) skipped]\n");
+}
+
+TEST_P(GrepTest, LinesAcrossStreamChunksKeepTheirNumbers) {
+  // Files are searched in 256 KiB chunks; lines that straddle a chunk edge must still match
+  // once, whole, with the right number.
+  std::string big;
+  size_t line = 0;
+  std::vector<size_t> expected;
+  while (big.size() < (1u << 20)) {
+    ++line;
+    if (line % 997 == 0) {
+      big += std::string(300, 'p') + "NEEDLE" + std::string(300, 's') + "\n";
+      expected.push_back(line);
+    } else {
+      big += "filler line " + std::to_string(line) + " " + std::string(line % 200, 'f') + "\n";
+    }
+  }
+  seed("big/stream.txt", big + "NEEDLE at the end without a newline");
+  expected.push_back(line + 1);
+  json r = call("grep", {{"pattern", "NEEDLE"}, {"path", "big"}, {"output_mode", "content"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  std::vector<size_t> got;
+  for (const json& m : r["structuredContent"]["matches"]) got.push_back(m["line"]);
+  EXPECT_EQ(got, expected);
+  r = call("grep", {{"pattern", "NEE+DLE"}, {"path", "big"}, {"output_mode", "count"}});
+  EXPECT_EQ(r["structuredContent"]["total_matches"], expected.size());
+  r = call("grep", {{"pattern", "NEEDLE"}, {"path", "big"}});
+  EXPECT_EQ(r["structuredContent"]["files"], json({"big/stream.txt"}));
+}
+
 TEST_P(GrepTest, IncludeByNameAndByPath) {
   EXPECT_EQ(call("grep", {{"pattern", "TODO"}, {"include", "*.md"}})["structuredContent"]["files"],
             json({"docs/readme.md"}));

@@ -148,3 +148,31 @@ TEST_P(ReadFileTest, AbsolutePathInsideTheWorkspace) {
 
 }  // namespace
 }  // namespace byd::testing
+
+namespace byd::testing {
+namespace {
+
+class ReadFileImageTest : public ToolTest {};
+BYD_TOOL_SUITE(ReadFileImageTest);
+
+TEST_P(ReadFileImageTest, LargeImageIsReadWhole) {
+  // Larger than the first chunk read_file looks at, so the rest must be fetched.
+  const std::string gif = "GIF89a" + std::string((1 << 20) + 4096, 'g');
+  seed("big.gif", gif);
+  json r = call("read_file", {{"path", "big.gif"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(r["content"][1]["mimeType"], "image/gif");
+  EXPECT_EQ(r["content"][1]["data"], base64(gif));
+  EXPECT_EQ(r["structuredContent"]["size"], gif.size());
+}
+
+TEST_P(ReadFileImageTest, ImageOverTheReadLimitIsRefused) {
+  limits_.max_read_bytes = 4096;
+  seed("pic.webp", std::string("RIFF\x10\0\0\0WEBPVP8 ", 16) + std::string(8000, 'w'));
+  json r = call("read_file", {{"path", "pic.webp"}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_EQ(text(r), "'pic.webp' is an image of 7.8 KiB, over the 4.0 KiB read limit");
+}
+
+}  // namespace
+}  // namespace byd::testing

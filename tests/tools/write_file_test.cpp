@@ -36,7 +36,7 @@ TEST_P(WriteFileTest, Appends) {
   ASSERT_FALSE(isError(r)) << text(r);
   EXPECT_EQ(contentOf("log.txt"), "one\ntwo\n");
   EXPECT_EQ(r["structuredContent"]["size"], 8);
-  EXPECT_EQ(text(r), "Appended 'log.txt': wrote 4 bytes (1 lines); the file is now 8 B.");
+  EXPECT_EQ(text(r), "Appended 'log.txt': wrote 4 bytes (1 line); the file is now 8 B.");
 }
 
 TEST_P(WriteFileTest, AppendCreatesMissingFile) {

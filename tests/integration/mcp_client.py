@@ -1,0 +1,79 @@
+"""A small MCP client over stdio for integration tests: starts the binary, sends requests,
+waits for the answer with the same id, and fails loudly (never hangs) when none comes."""
+
+import json
+import os
+import select
+import subprocess
+import time
+
+
+class Client:
+    def __init__(self, binary, *args, initialize=True):
+        self.proc = subprocess.Popen([binary, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.buffer = b""
+        self.pending = []  # messages read while waiting for another id
+        self.next_id = 1
+        if initialize:
+            self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "integration", "version": "1"}})
+            self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read_message(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no message from the server")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    raise EOFError("server closed stdout")
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def wait_for(self, predicate, timeout=30):
+        for i, m in enumerate(self.pending):
+            if predicate(m):
+                return self.pending.pop(i)
+        while True:
+            m = self.read_message(timeout)
+            if predicate(m):
+                return m
+            self.pending.append(m)
+
+    def request(self, method, params=None, timeout=30):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+        return self.wait_for(lambda m: m.get("id") == rid, timeout)
+
+    def call(self, tool, **arguments):
+        r = self.request("tools/call", {"name": tool, "arguments": arguments})
+        assert "result" in r, f"{tool} {arguments}: {r}"
+        return r["result"]
+
+    def ping(self):
+        return self.request("ping", timeout=10).get("result") == {}
+
+    def close(self, timeout=30):
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout)
+        self.stderr = self.proc.stderr.read().decode("utf-8", "replace")
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return code
+
+
+def text(result):
+    return result["content"][0]["text"]
