@@ -1,6 +1,5 @@
 #include "mcp/server.h"
 
-#include <asio/post.hpp>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -41,7 +40,6 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
 Server::~Server() {
   cancelAll();
   drain();
-  pool_.join();
 }
 
 template <typename P>
@@ -189,7 +187,7 @@ void Server::startToolCall(Message m, const Sink& sink) {
     }
     ++active_;
   }
-  asio::post(pool_, [this, id = m.id, p = std::move(*params), token, sink] {
+  pool_.post([this, id = m.id, p = std::move(*params), token, sink] {
     const auto start = std::chrono::steady_clock::now();
     json response;
     try {

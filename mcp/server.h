@@ -4,7 +4,6 @@
 // tools/call runs on a worker pool so a slow call never delays ping or another call. Every
 // request is answered exactly once, except one the client cancelled, which gets no answer.
 
-#include <asio/thread_pool.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -15,6 +14,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "common/worker_pool.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
 #include "mcp/transport.h"
@@ -86,7 +86,7 @@ class Server : public MessageHandler {
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel
-  asio::thread_pool pool_;
+  WorkerPool pool_;                       // last member: destroyed (joined) first
 };
 
 }  // namespace byd::mcp

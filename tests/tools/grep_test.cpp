@@ -89,6 +89,19 @@ TEST_P(GrepTest, LinesAcrossStreamChunksKeepTheirNumbers) {
   EXPECT_EQ(r["structuredContent"]["files"], json({"big/stream.txt"}));
 }
 
+TEST_P(GrepTest, LiteralAtTheEdgesAndOverlapping) {
+  seed("edge/start.txt", "Zq_needle at the start\nnothing\n");
+  seed("edge/end.txt", "nothing\nat the end Zq_needle");
+  seed("edge/exact.txt", "Zq_needle");
+  seed("edge/short.txt", "Zq_");
+  seed("edge/overlap.txt", "aaZZq_Zq_needleZq_needl\n");
+  json r = call("grep", {{"pattern", "Zq_needle"}, {"path", "edge"}, {"output_mode", "content"}});
+  EXPECT_EQ(
+      text(r),
+      "edge/end.txt:2:at the end Zq_needle\nedge/exact.txt:1:Zq_needle\n"
+      "edge/overlap.txt:1:aaZZq_Zq_needleZq_needl\nedge/start.txt:1:Zq_needle at the start\n");
+}
+
 TEST_P(GrepTest, IncludeByNameAndByPath) {
   EXPECT_EQ(call("grep", {{"pattern", "TODO"}, {"include", "*.md"}})["structuredContent"]["files"],
             json({"docs/readme.md"}));

@@ -1,0 +1,74 @@
+#include "common/worker_pool.h"
+
+namespace byd {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(size_t threads, std::chrono::microseconds spin) : spin_(spin) {
+  for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i)
+    threads_.emplace_back([this] { loop(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  threads_.clear();  // joins
+}
+
+void WorkerPool::post(std::function<void()> job) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(job));
+    queued_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_one();
+}
+
+bool WorkerPool::pollForWork() {
+  bool expected = false;
+  if (spin_.count() <= 0 || !polling_.compare_exchange_strong(expected, true)) return false;
+  const auto deadline = std::chrono::steady_clock::now() + spin_;
+  bool found = false;
+  while (!found && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 64 && !found; ++i) {
+      found = queued_.load(std::memory_order_acquire) > 0;
+      cpuRelax();
+    }
+  }
+  polling_.store(false, std::memory_order_release);
+  return found;
+}
+
+void WorkerPool::loop() {
+  while (true) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mu_);
+      if (queue_.empty() && !stopping_) {
+        lock.unlock();
+        pollForWork();
+        lock.lock();
+      }
+      cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, and nothing left to run
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    job();
+  }
+}
+
+}  // namespace byd
