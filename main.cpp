@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   }
   byd::Status run = transport.run(server);
   if (g_signalled) server.cancelAll();
-  server.drain();
+  // A signal that arrives while the last requests finish cancels them.
+  server.drain([] { return g_signalled.load(); });
   g_transport = nullptr;
   if (opened->state) {
     if (byd::Status s = opened->state->save(); !s.ok()) {

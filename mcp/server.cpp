@@ -66,6 +66,16 @@ std::string Server::protocolVersion() const {
 }
 
 void Server::onFrame(std::string_view frame) {
+  try {
+    handleFrame(frame);
+  } catch (const std::exception& e) {
+    // The reading thread must survive anything one message can cause (bad_alloc included).
+    spdlog::error("message handling threw: {}", e.what());
+    transport_.send(makeError(nullptr, rpc::kInternalError, "internal error"));
+  }
+}
+
+void Server::handleFrame(std::string_view frame) {
   auto value = parseJson(frame);
   if (!value.ok()) {
     transport_.send(
@@ -191,7 +201,9 @@ void Server::startToolCall(Message m, const Sink& sink) {
     const auto start = std::chrono::steady_clock::now();
     json response;
     try {
-      Result<json> result = runToolCall(p, token);
+      // Cancelled while it waited in the queue: skip the work, the answer is dropped anyway.
+      Result<json> result =
+          token.cancelled() ? Result<json>(cancelled("cancelled")) : runToolCall(p, token);
       response =
           result.ok() ? makeResult(id, std::move(*result)) : errorFromStatus(id, result.status());
     } catch (const std::exception& e) {
@@ -229,9 +241,14 @@ void Server::cancelAll() {
   for (auto& [id, token] : in_flight_) token.cancel();
 }
 
-void Server::drain() {
+void Server::drain(const std::function<bool()>& give_up) {
   std::unique_lock lock(mu_);
-  idle_.wait(lock, [this] { return active_ == 0; });
+  while (active_ != 0) {
+    idle_.wait_for(lock, std::chrono::milliseconds(100));
+    if (give_up && give_up()) {
+      for (auto& [id, token] : in_flight_) token.cancel();
+    }
+  }
 }
 
 Result<json> Server::onInitialize(const InitializeParams& p) {

@@ -41,8 +41,9 @@ class Server : public MessageHandler {
 
   // Cancels everything in flight (their answers are dropped).
   void cancelAll();
-  // Blocks until every request received so far has been answered or dropped.
-  void drain();
+  // Blocks until every request received so far has been answered or dropped. When `give_up`
+  // (checked every 100 ms) turns true, what is still running is cancelled.
+  void drain(const std::function<bool()>& give_up = nullptr);
 
  private:
   struct Batch;
@@ -59,6 +60,7 @@ class Server : public MessageHandler {
   void bind(std::string name, Result<P> (*parse)(const json&), Result<json> (Server::*fn)(const P&),
             bool before_init = false);
 
+  void handleFrame(std::string_view frame);
   void dispatch(const json& value, const Sink& sink);
   void handleRequest(Message m, const Sink& sink);
   void handleNotification(const Message& m);

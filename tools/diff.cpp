@@ -37,28 +37,44 @@ size_t lineOf(const std::vector<size_t>& starts, size_t offset) {
 }
 
 // Groups replacements that touch the same or adjacent lines into regions of whole lines.
+// The last line touched by a replacement.
+size_t lastLineOf(std::string_view old_text, const std::vector<size_t>& starts,
+                  const Replacement& r) {
+  const size_t last_byte = r.offset + (r.length ? r.length - 1 : 0);
+  return lineOf(starts, std::min(last_byte, old_text.size() - 1));
+}
+
+// Groups replacements that touch the same or adjacent lines into regions of whole lines. A
+// region whose new text no longer ends in '\n' has joined the next line, so it takes that
+// line (and any replacements in it) too. `old_text` is never empty: something was replaced.
 std::vector<Region> buildRegions(std::string_view old_text, const std::vector<size_t>& starts,
                                  const std::vector<Replacement>& reps) {
   std::vector<Region> regions;
   size_t i = 0;
   while (i < reps.size()) {
     const size_t first = lineOf(starts, reps[i].offset);
-    size_t last_byte = reps[i].offset + (reps[i].length ? reps[i].length - 1 : 0);
-    size_t last = lineOf(starts, std::min(last_byte, old_text.empty() ? 0 : old_text.size() - 1));
+    size_t last = lastLineOf(old_text, starts, reps[i]);
     size_t j = i + 1;
-    while (j < reps.size() && lineOf(starts, reps[j].offset) <= last) {
-      last_byte = reps[j].offset + (reps[j].length ? reps[j].length - 1 : 0);
-      last = std::max(last, lineOf(starts, std::min(last_byte, old_text.size() - 1)));
-      ++j;
+    std::string replaced;
+    while (true) {
+      while (j < reps.size() && lineOf(starts, reps[j].offset) <= last) {
+        last = std::max(last, lastLineOf(old_text, starts, reps[j]));
+        ++j;
+      }
+      const size_t begin = starts[first];
+      const size_t end = last + 1 < starts.size() ? starts[last + 1] : old_text.size();
+      std::vector<Replacement> local;
+      for (size_t k = i; k < j; ++k) {
+        local.push_back({reps[k].offset - begin, reps[k].length, reps[k].text});
+      }
+      replaced = applyReplacements(old_text.substr(begin, end - begin), local);
+      if (end == old_text.size() || (!replaced.empty() && replaced.back() == '\n') ||
+          replaced.empty()) {
+        break;
+      }
+      ++last;
     }
-    const size_t begin = old_text.empty() ? 0 : starts[first];
-    const size_t end = last + 1 < starts.size() ? starts[last + 1] : old_text.size();
-    std::vector<Replacement> local;
-    for (size_t k = i; k < j; ++k) {
-      local.push_back({reps[k].offset - begin, reps[k].length, reps[k].text});
-    }
-    const std::string replaced = applyReplacements(old_text.substr(begin, end - begin), local);
-    regions.push_back({first, old_text.empty() ? 0 : last + 1, splitLines(replaced)});
+    regions.push_back({first, last + 1, splitLines(replaced)});
     i = j;
   }
   return regions;

@@ -55,7 +55,12 @@ Result<std::string> loadText(ToolContext& ctx, const std::string& key, const std
     return resourceExhausted("'" + path + "' is " + humanSize(info.size) + ", over the " +
                              humanSize(ctx.limits.max_read_bytes) + " edit limit");
   }
-  BYD_ASSIGN_OR_RETURN(std::string text, ctx.backend.read(key, 0, ctx.limits.max_read_bytes));
+  // One byte more than the limit: a file that grew since stat() must not be cut and written back.
+  BYD_ASSIGN_OR_RETURN(std::string text, ctx.backend.read(key, 0, ctx.limits.max_read_bytes + 1));
+  if (text.size() > ctx.limits.max_read_bytes) {
+    return resourceExhausted("'" + path + "' grew past the " +
+                             humanSize(ctx.limits.max_read_bytes) + " edit limit");
+  }
   if (text.substr(0, 8192).find('\0') != std::string::npos) {
     return invalidArgument("'" + path + "' is a binary file; edit_file edits text only");
   }
@@ -78,9 +83,9 @@ Result<ToolOutput> runEditFile(const json& args, ToolContext& ctx) {
   BYD_ASSIGN_OR_RETURN(std::string text, loadText(ctx, key, path));
 
   // Keep the file's line endings: in a CRLF file, LF in the edit means CRLF.
-  if (text.find("\r\n") != std::string::npos && !hasBareLf(text) && hasBareLf(old_string)) {
-    old_string = toCrlf(old_string);
-    new_string = toCrlf(new_string);
+  if (text.find("\r\n") != std::string::npos && !hasBareLf(text)) {
+    if (hasBareLf(old_string)) old_string = toCrlf(old_string);
+    if (hasBareLf(new_string)) new_string = toCrlf(new_string);
   }
   const std::vector<size_t> hits = findAll(text, old_string);
   if (hits.empty()) {
@@ -114,6 +119,7 @@ Result<ToolOutput> runEditFile(const json& args, ToolContext& ctx) {
 
 extern const ToolSpec kEditFileTool = {
     .name = "edit_file",
+    .operation = "edit",
     .title = "Edit file",
     .description =
         "Replace an exact string in a file. old_string must occur exactly once unless "

@@ -30,12 +30,15 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
       walkTree(ctx.backend, base, options, ctx.cancel,
                [&](const std::string& key, const std::string& rel, const FileInfo& info) {
                  if (info.type == FileType::kDir || !matcher.matches(rel)) return true;
+                 int64_t mtime = info.mtime_ns;
                  if (info.type == FileType::kSymlink) {
-                   // Only links that resolve to a file inside the workspace count.
+                   // Only links that resolve to a file inside the workspace count, dated by
+                   // the file they point to.
                    auto target = ctx.backend.stat(key);
                    if (!target.ok() || target->type != FileType::kFile) return true;
+                   mtime = target->mtime_ns;
                  }
-                 matches.push_back({key, info.mtime_ns});
+                 matches.push_back({key, mtime});
                  return true;
                });
   BYD_RETURN_IF_ERROR(walked);
@@ -63,6 +66,7 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
                     {"paths", std::move(paths)},
                     {"total", total},
                     {"truncated", keep < total}};
+  out.text += hiddenNote(ctx, out.structured);
   return out;
 }
 
@@ -70,6 +74,7 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
 
 extern const ToolSpec kGlobTool = {
     .name = "glob",
+    .operation = "glob",
     .title = "Find files by pattern",
     .description =
         "Find files whose path (relative to `path`, default the workspace root) matches a glob "

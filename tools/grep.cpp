@@ -28,6 +28,8 @@ enum class Mode { kFiles, kContent, kCount };
 // comparing around each hit: glibc's memmem is byte-at-a-time, several times slower.
 class LiteralFinder {
  public:
+  static constexpr size_t kMaxRareByteNeedle = 64;
+
   explicit LiteralFinder(std::string needle) : needle_(std::move(needle)) {
     // Bytes ordered from most to least common in source code and prose; others count as rare.
     static constexpr std::string_view kCommon =
@@ -41,6 +43,12 @@ class LiteralFinder {
   size_t find(std::string_view hay, size_t pos) const {
     const size_t n = needle_.size();
     if (hay.size() < n || pos > hay.size() - n) return std::string_view::npos;
+    if (n > kMaxRareByteNeedle) {
+      // glibc's memmem (two-way) is linear for long needles, where comparing at every hit of
+      // one byte could cost needle-length work per byte of text.
+      const void* hit = memmem(hay.data() + pos, hay.size() - pos, needle_.data(), n);
+      return hit ? static_cast<const char*>(hit) - hay.data() : std::string_view::npos;
+    }
     const char* p = hay.data() + pos + rare_;
     const char* end = hay.data() + hay.size() - n + rare_ + 1;  // past the last place it can be
     while (p < end) {
@@ -82,6 +90,7 @@ struct FileResult {
   std::vector<Line> lines;  // content mode: matches and their context, in order
   bool binary = false;
   bool too_big = false;
+  bool capped = false;  // more matching lines than were kept
 };
 
 Result<Query> compileQuery(const json& args, const Limits& limits) {
@@ -106,7 +115,9 @@ Result<Query> compileQuery(const json& args, const Limits& limits) {
   const std::string mode = argString(args, "output_mode", "files_with_matches");
   q.mode = mode == "content" ? Mode::kContent : mode == "count" ? Mode::kCount : Mode::kFiles;
   q.context = static_cast<int>(argInt(args, "context", 0));
-  q.max_results = static_cast<size_t>(argInt(args, "max_results", limits.max_results));
+  // The operator's --max-results is a ceiling the client cannot raise.
+  q.max_results = std::min(static_cast<size_t>(argInt(args, "max_results", limits.max_results)),
+                           limits.max_results);
   return q;
 }
 
@@ -135,17 +146,22 @@ bool nextMatch(const Query& q, std::string_view text, size_t pos, size_t* line_b
 // when it stopped early).
 template <typename OnLine>
 size_t scanLines(const Query& q, std::string_view text, size_t first_line, OnLine&& on_line) {
+  if (text.empty()) return 0;
+  // Search without the final '\n': past it there is no line, but `^$` would match there.
+  const bool final_newline = text.back() == '\n';
+  const std::string_view body = final_newline ? text.substr(0, text.size() - 1) : text;
   // Counting newlines costs more than finding a literal: do it only for content mode.
   const bool numbered = q.mode == Mode::kContent;
   size_t pos = 0, line_no = numbered ? first_line : 0, counted_to = 0, begin, end;
-  while (pos < text.size() && nextMatch(q, text, pos, &begin, &end)) {
-    if (numbered) line_no += std::count(text.begin() + counted_to, text.begin() + begin, '\n');
+  while (pos <= body.size() && nextMatch(q, body, pos, &begin, &end)) {
+    if (numbered) line_no += std::count(body.begin() + counted_to, body.begin() + begin, '\n');
     counted_to = begin;
-    if (!on_line(line_no, text.substr(begin, end - begin))) return 0;
+    if (!on_line(line_no, body.substr(begin, end - begin))) return 0;
     pos = end + 1;
   }
   if (!numbered) return 0;
-  return line_no - first_line + std::count(text.begin() + counted_to, text.end(), '\n');
+  return line_no - first_line + std::count(body.begin() + counted_to, body.end(), '\n') +
+         (final_newline ? 1 : 0);
 }
 
 std::string shownLine(std::string_view line) {
@@ -189,8 +205,8 @@ void addContext(std::string_view text, int context, std::vector<Line>& lines) {
 // Feeds `on_line` every matching line of a file, streaming it in chunks so memory stays flat
 // however large the file is. A line cut by a chunk edge is completed from the next chunk.
 template <typename OnLine>
-Status streamMatches(const Query& q, const Backend& backend, const std::string& key, FileResult& r,
-                     OnLine&& on_line) {
+Status streamMatches(const Query& q, const Backend& backend, const std::string& key,
+                     const CancelToken& cancel, FileResult& r, OnLine&& on_line) {
   std::string carry;  // the unfinished last line of the previous chunk
   size_t line_no = 1;
   bool first = true, keep_going = true;
@@ -199,6 +215,7 @@ Status streamMatches(const Query& q, const Backend& backend, const std::string& 
                          [&](size_t n, std::string_view l) { return keep_going = on_line(n, l); });
   };
   Status s = backend.readStream(key, kStreamChunk, [&](std::string_view chunk) {
+    if (cancel.cancelled()) return false;
     if (first && chunk.substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
       r.binary = true;
       return false;
@@ -222,32 +239,39 @@ Status streamMatches(const Query& q, const Backend& backend, const std::string& 
   return s;
 }
 
-FileResult searchFile(const Query& q, const Backend& backend, const std::string& key,
-                      uint64_t size) {
+FileResult searchFile(const Query& q, ToolContext& ctx, const std::string& key, uint64_t size) {
   FileResult r;
-  if (size > kMaxFileBytes) {
+  const Backend& backend = ctx.backend;
+  const bool whole = q.mode == Mode::kContent && q.context > 0;
+  if (size > (whole ? ctx.limits.max_read_bytes : kMaxFileBytes)) {
     r.too_big = true;
     return r;
   }
-  if (q.mode == Mode::kContent && q.context > 0) {
-    // Context needs the neighbouring lines: read the file whole.
-    auto data = backend.read(key, 0, size + 1);
+  if (whole) {
+    // Context needs the neighbouring lines: read the file whole (up to the read limit).
+    auto data = backend.read(key, 0, ctx.limits.max_read_bytes);
     if (!data.ok()) return r;
     if (std::string_view(*data).substr(0, kSniffBytes).find('\0') != std::string_view::npos) {
       r.binary = true;
       return r;
     }
     scanLines(q, *data, 1, [&](size_t n, std::string_view line) {
-      if (r.matches++ < q.max_results) r.lines.push_back({n, shownLine(line), true});
+      if (r.matches++ < q.max_results) {
+        r.lines.push_back({n, shownLine(line), true});
+      } else {
+        r.capped = true;
+      }
       return true;
     });
     addContext(*data, q.context, r.lines);
     return r;
   }
-  Status s = streamMatches(q, backend, key, r, [&](size_t n, std::string_view line) {
+  Status s = streamMatches(q, backend, key, ctx.cancel, r, [&](size_t n, std::string_view line) {
     ++r.matches;
     if (q.mode == Mode::kContent && r.lines.size() < q.max_results) {
       r.lines.push_back({n, shownLine(line), true});
+    } else if (q.mode == Mode::kContent) {
+      r.capped = true;
     }
     return q.mode != Mode::kFiles;  // one match is enough to list the file
   });
@@ -298,7 +322,13 @@ std::vector<FileResult> searchAll(const Query& q, ToolContext& ctx,
   auto work = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       if (ctx.cancel.cancelled()) return;
-      results[i] = searchFile(q, ctx.backend, files[i].key, files[i].size);
+      // An exception must not escape a thread (that would end the process); the file is
+      // reported as unreadable instead.
+      try {
+        results[i] = searchFile(q, ctx, files[i].key, files[i].size);
+      } catch (const std::exception&) {
+        results[i] = FileResult{};
+      }
     }
   };
   const size_t threads =
@@ -360,7 +390,7 @@ ToolOutput render(const Query& q, const std::vector<Candidate>& files,
       items.push_back(
           {{"path", path}, {"line", line.number}, {"text", line.text}, {"match", line.match}});
     }
-    if (r.matches > r.lines.size()) s.truncated = true;
+    if (r.capped) s.truncated = true;
   }
   if (s.files_matched == 0) out.text = "No matches.\n";
   if (s.truncated) {
@@ -369,7 +399,10 @@ ToolOutput render(const Query& q, const std::vector<Candidate>& files,
                 " files in all]\n";
   }
   if (s.binary > 0) out.text += "[" + std::to_string(s.binary) + " binary file(s) skipped]\n";
-  if (s.too_big > 0) out.text += "[" + std::to_string(s.too_big) + " file(s) over 1 GiB skipped]\n";
+  if (s.too_big > 0) {
+    out.text += "[" + std::to_string(s.too_big) + " file(s) skipped as too large" +
+                (q.mode == Mode::kContent && q.context > 0 ? " for context lines" : "") + "]\n";
+  }
   const char* field = q.mode == Mode::kFiles   ? "files"
                       : q.mode == Mode::kCount ? "counts"
                                                : "matches";
@@ -386,13 +419,16 @@ Result<ToolOutput> runGrep(const json& args, ToolContext& ctx) {
   BYD_ASSIGN_OR_RETURN(std::vector<Candidate> files, collectFiles(args, ctx, base, base_info));
   std::vector<FileResult> results = searchAll(query, ctx, files);
   if (ctx.cancel.cancelled()) return cancelled("cancelled");
-  return render(query, files, results);
+  ToolOutput out = render(query, files, results);
+  out.text += hiddenNote(ctx, out.structured);
+  return out;
 }
 
 }  // namespace
 
 extern const ToolSpec kGrepTool = {
     .name = "grep",
+    .operation = "grep",
     .title = "Search file contents",
     .description =
         "Search file contents with a regular expression (RE2 syntax: like PCRE without "

@@ -49,6 +49,7 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   }
   out.structured = {
       {"path", shown}, {"entries", std::move(list)}, {"total", total}, {"truncated", truncated}};
+  out.text += hiddenNote(ctx, out.structured);
   return out;
 }
 
@@ -56,6 +57,7 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
 
 extern const ToolSpec kLsTool = {
     .name = "ls",
+    .operation = "ls",
     .title = "List directory",
     .description =
         "List the entries of a directory in the workspace: name, type (file, dir, symlink, "

@@ -217,6 +217,7 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
 
 extern const ToolSpec kReadFileTool = {
     .name = "read_file",
+    .operation = "read",
     .title = "Read file",
     .description =
         "Read a text file from the workspace, with line numbers like `cat -n`. By default up to "

@@ -1,5 +1,8 @@
 #include "tools/tool.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace byd {
 
 std::string argString(const json& args, std::string_view key, std::string_view fallback) {
@@ -9,15 +12,31 @@ std::string argString(const json& args, std::string_view key, std::string_view f
 }
 
 int64_t argInt(const json& args, std::string_view key, int64_t fallback) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto it = args.find(key);
   if (it == args.end() || !it->is_number()) return fallback;
-  return it->get<int64_t>();
+  // Saturate rather than overflow: 1e300 or 2^64-1 are valid JSON integers.
+  if (it->is_number_unsigned()) return std::min<uint64_t>(it->get<uint64_t>(), kMax);
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double d = it->get<double>();
+  if (!(d == d)) return fallback;  // NaN cannot come from JSON, but keep the cast defined
+  if (d >= 9.2e18) return kMax;
+  if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
 }
 
 bool argBool(const json& args, std::string_view key, bool fallback) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_boolean()) return fallback;
   return it->get<bool>();
+}
+
+std::string hiddenNote(const ToolContext& ctx, json& structured) {
+  const size_t hidden = ctx.hidden ? ctx.hidden() : 0;
+  structured["hidden"] = hidden;
+  if (hidden == 0) return "";
+  return "[" + std::to_string(hidden) + (hidden == 1 ? " entry" : " entries") +
+         " hidden by the permission rules]\n";
 }
 
 }  // namespace byd

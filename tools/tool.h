@@ -5,6 +5,7 @@
 // worker threads; they keep no state of their own.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,13 @@ struct ToolContext {
   Backend& backend;
   const Limits& limits;
   CancelToken cancel;
+  // How many entries the permission rules have hidden from listings so far (ls, glob and grep
+  // report it); empty when no rules apply.
+  std::function<size_t()> hidden = nullptr;
 };
+
+// The note listings add when the permission rules hid entries ("" when none were).
+std::string hiddenNote(const ToolContext& ctx, json& structured);
 
 // A successful tool result: the facts as text, the same facts as structuredContent, and any
 // further content blocks (an image, say) that go after the text.
@@ -44,6 +51,7 @@ using ToolHandler = Result<ToolOutput> (*)(const json& args, ToolContext& ctx);
 
 struct ToolSpec {
   std::string_view name;
+  std::string_view operation;  // the permission operation: read, write, edit, ls, glob, grep
   std::string_view title;
   std::string_view description;
   bool read_only;

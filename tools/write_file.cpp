@@ -50,6 +50,7 @@ Result<ToolOutput> runWriteFile(const json& args, ToolContext& ctx) {
 
 extern const ToolSpec kWriteFileTool = {
     .name = "write_file",
+    .operation = "write",
     .title = "Write file",
     .description =
         "Write a file in the workspace. mode=overwrite (default) replaces the file or creates it; "

@@ -359,7 +359,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     const r = await call('glob', { pattern: '**/*.txt' });
     assertOk(r);
     assert.deepEqual(r.structuredContent, {
-      pattern: '**/*.txt', paths: ['src/hello.txt'], total: 1, truncated: false,
+      pattern: '**/*.txt', paths: ['src/hello.txt'], total: 1, truncated: false, hidden: 0,
     });
     assert.equal(textOf(r), 'src/hello.txt\n');
     const none = await call('glob', { pattern: '**/*.rs' });

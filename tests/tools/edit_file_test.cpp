@@ -92,3 +92,28 @@ TEST_P(EditFileTest, MultiLineDeletionDiff) {
 
 }  // namespace
 }  // namespace byd::testing
+
+namespace byd::testing {
+namespace {
+
+class EditFileJoinTest : public ToolTest {};
+BYD_TOOL_SUITE(EditFileJoinTest);
+
+TEST_P(EditFileJoinTest, DiffShowsJoinedLines) {
+  seed("a.txt", "a\nb\nc\n");
+  json r = call("edit_file", {{"path", "a.txt"}, {"old_string", "a\n"}, {"new_string", "x"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(contentOf("a.txt"), "xb\nc\n");
+  EXPECT_EQ(r["structuredContent"]["diff"],
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,2 @@\n-a\n-b\n+xb\n c\n");
+}
+
+TEST_P(EditFileJoinTest, CrlfFileGainsCrlfLines) {
+  seed("w.txt", "a\r\nb\r\n");
+  json r = call("edit_file", {{"path", "w.txt"}, {"old_string", "a"}, {"new_string", "x\ny"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(contentOf("w.txt"), "x\r\ny\r\nb\r\n");
+}
+
+}  // namespace
+}  // namespace byd::testing

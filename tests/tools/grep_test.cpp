@@ -102,6 +102,39 @@ TEST_P(GrepTest, LiteralAtTheEdgesAndOverlapping) {
       "edge/overlap.txt:1:aaZZq_Zq_needleZq_needl\nedge/start.txt:1:Zq_needle at the start\n");
 }
 
+TEST_P(GrepTest, EmptyLinePatternFindsOnlyRealLines) {
+  seed("blank/none.txt", "a\nb\n");
+  seed("blank/one.txt", "a\n\nb\n");
+  seed("blank/last.txt", "a\n\n");
+  seed("blank/empty.txt", "");
+  json r = call("grep", {{"pattern", "^$"}, {"path", "blank"}, {"output_mode", "content"}});
+  EXPECT_EQ(text(r), "blank/last.txt:2:\nblank/one.txt:2:\n");
+  r = call("grep", {{"pattern", "^\\s*$"}, {"path", "blank"}, {"output_mode", "count"}});
+  EXPECT_EQ(text(r), "blank/last.txt:1\nblank/one.txt:1\n");
+}
+
+TEST_P(GrepTest, LongLiteralNeedle) {
+  const std::string needle(100, 'a');
+  seed("long/hit.txt", std::string(150, 'a') + "\n");
+  seed("long/miss.txt", std::string(99, 'a') + "b" + std::string(99, 'a') + "\n");
+  json r = call("grep", {{"pattern", needle}, {"path", "long"}});
+  EXPECT_EQ(r["structuredContent"]["files"], json({"long/hit.txt"}));
+}
+
+TEST_P(GrepTest, ClientCannotRaiseTheResultLimit) {
+  limits_.max_results = 1;
+  json r = call("grep", {{"pattern", "TODO"}, {"max_results", 1000}});
+  EXPECT_EQ(r["structuredContent"]["files"].size(), 1u);
+  EXPECT_EQ(r["structuredContent"]["truncated"], true);
+}
+
+TEST_P(GrepTest, TruncationIsReportedWithContext) {
+  json r =
+      call("grep",
+           {{"pattern", "= [13]"}, {"output_mode", "content"}, {"context", 1}, {"max_results", 1}});
+  EXPECT_EQ(r["structuredContent"]["truncated"], true);
+}
+
 TEST_P(GrepTest, IncludeByNameAndByPath) {
   EXPECT_EQ(call("grep", {{"pattern", "TODO"}, {"include", "*.md"}})["structuredContent"]["files"],
             json({"docs/readme.md"}));
