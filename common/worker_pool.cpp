@@ -3,13 +3,10 @@
 namespace byd {
 namespace {
 
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
+// Yields rather than spinning on `pause`: on a busy machine the poller must give its core to
+// the thread that will post the next job (the transport's reader), or it delays the very work
+// it waits for. On an idle core sched_yield returns at once.
+inline void cpuRelax() { std::this_thread::yield(); }
 
 }  // namespace
 
@@ -42,7 +39,7 @@ bool WorkerPool::pollForWork() {
   const auto deadline = std::chrono::steady_clock::now() + spin_;
   bool found = false;
   while (!found && std::chrono::steady_clock::now() < deadline) {
-    for (int i = 0; i < 64 && !found; ++i) {
+    for (int i = 0; i < 16 && !found; ++i) {
       found = queued_.load(std::memory_order_acquire) > 0;
       cpuRelax();
     }
