@@ -5,19 +5,20 @@
 #include <fstream>
 #include <sstream>
 
+#include "permissions/presets.h"
 #include "schemas/embedded.h"
 #include "schemas/validator.h"
 
 namespace byd {
 namespace {
 
-Result<nlohmann::json> readConfigFile(const std::string& path) {
+Result<nlohmann::json> readJsonFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound("config file '" + path + "' cannot be read");
+  if (!in) return notFound(what + " '" + path + "' cannot be read");
   std::stringstream ss;
   ss << in.rdbuf();
   auto doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return invalidArgument("config file '" + path + "' is not valid JSON");
+  if (doc.is_discarded()) return invalidArgument(what + " '" + path + "' is not valid JSON");
   return doc;
 }
 
@@ -33,6 +34,28 @@ Status checkDirectory(const std::string& what, const std::string& path) {
 }
 
 }  // namespace
+
+Result<permissions::Ruleset> loadRuleset(const Config& c) {
+  if (!c.ruleset_inline.is_null()) {
+    auto rs = permissions::Ruleset::fromJson(c.ruleset_inline);
+    if (!rs.ok()) return invalidArgument("config ruleset: " + rs.status().message());
+    return rs;
+  }
+  for (std::string_view name : permissions::presetNames()) {
+    if (name == c.ruleset) return permissions::Ruleset::fromJson(*permissions::presetJson(name));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(c.ruleset, ec)) {
+    return invalidArgument("--ruleset '" + c.ruleset +
+                           "' is neither a preset (default, permissive, readonly, strict) nor a "
+                           "ruleset file");
+  }
+  BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readJsonFile(c.ruleset, "ruleset file"));
+  auto rs = permissions::Ruleset::fromJson(doc);
+  if (!rs.ok())
+    return invalidArgument("ruleset file '" + c.ruleset + "': " + rs.status().message());
+  return rs;
+}
 
 Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("config.schema.json"));
@@ -54,6 +77,15 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
     c.limits.max_read_bytes = doc["max_read_bytes"].get<uint64_t>();
   if (doc.contains("max_results")) c.limits.max_results = doc["max_results"].get<size_t>();
   if (doc.contains("workers")) c.workers = doc["workers"].get<size_t>();
+  if (auto r = doc.find("ruleset"); r != doc.end()) {
+    if (r->is_object()) {
+      c.ruleset_inline = *r;
+    } else {
+      c.ruleset = r->get<std::string>();
+    }
+  }
+  if (doc.contains("ask_fallback")) c.ask_fallback = doc["ask_fallback"].get<std::string>();
+  if (doc.contains("ask_timeout_s")) c.ask_timeout_s = doc["ask_timeout_s"].get<double>();
   return okStatus();
 }
 
@@ -87,6 +119,16 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
   app.add_option("--workers", flags.workers, "Threads running tool calls (default 4)")
       ->check(CLI::Range(size_t{1}, size_t{256}));
+  app.add_option("--ruleset", flags.ruleset,
+                 "Permission ruleset: default, permissive, readonly, strict, or a JSON file");
+  app.add_option("--ask-fallback", flags.ask_fallback,
+                 "What 'ask' becomes when the client cannot ask the user: deny (default) or allow")
+      ->check(CLI::IsMember({"deny", "allow"}));
+  app.add_option("--ask-timeout", flags.ask_timeout_s,
+                 "Seconds to wait for the user's answer to an 'ask' (default 120)")
+      ->check(CLI::Range(1.0, 3600.0));
+  app.add_flag("--print-ruleset", flags.print_ruleset,
+               "Print the effective ruleset as JSON and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -99,7 +141,7 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
 
   Config& c = out.config;
   if (!config_file.empty()) {
-    BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readConfigFile(config_file));
+    BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readJsonFile(config_file, "config file"));
     BYD_RETURN_IF_ERROR(applyConfigJson(doc, c));
   }
   // Flags given on the command line win over the file.
@@ -115,6 +157,13 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--max-read-bytes")) c.limits.max_read_bytes = flags.limits.max_read_bytes;
   if (given("--max-results")) c.limits.max_results = flags.limits.max_results;
   if (given("--workers")) c.workers = flags.workers;
+  if (given("--ruleset")) {
+    c.ruleset = flags.ruleset;
+    c.ruleset_inline = nullptr;
+  }
+  if (given("--ask-fallback")) c.ask_fallback = flags.ask_fallback;
+  if (given("--ask-timeout")) c.ask_timeout_s = flags.ask_timeout_s;
+  c.print_ruleset = flags.print_ruleset;
 
   if (c.backend == "local") {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "permissions/ruleset.h"
 #include "tools/tool.h"
 
 namespace byd {
@@ -21,6 +22,11 @@ struct Config {
   size_t max_message_bytes = 16 * 1024 * 1024;
   size_t workers = 4;
   Limits limits;
+  std::string ruleset = "default";  // a preset name or a ruleset file
+  nlohmann::json ruleset_inline;    // the ruleset itself, when the config file holds it
+  std::string ask_fallback = "deny";
+  double ask_timeout_s = 120;
+  bool print_ruleset = false;
 };
 
 // What main() should do after parsing.
@@ -33,6 +39,9 @@ struct ParsedCommandLine {
 // Parses flags and the config file. Errors (bad flag, unknown config key, wrong type, missing
 // root) come back as InvalidArgument naming the problem; main() prints them and exits 2.
 Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::string& version);
+
+// The effective ruleset: inline, a preset by name, or a file. Errors name the file and rule.
+Result<permissions::Ruleset> loadRuleset(const Config& config);
 
 // Applies a config-file document (already parsed) on top of `config`.
 Status applyConfigJson(const nlohmann::json& doc, Config& config);

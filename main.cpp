@@ -15,6 +15,7 @@
 #include "config.h"
 #include "mcp/server.h"
 #include "mcp/transport_stdio.h"
+#include "permissions/guard.h"
 #include "tools/registry.h"
 
 namespace {
@@ -60,20 +61,24 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
   return out;
 }
 
-std::string toolNames() {
+// The tools the ruleset lets a client see.
+std::string toolNames(const byd::permissions::Guard& guard) {
   std::string names;
   for (const byd::Tool& tool : byd::allTools()) {
+    const auto op = byd::permissions::parseOperation(tool.spec->operation);
+    if (op && guard.hidden(*op)) continue;
     names += (names.empty() ? "" : ", ") + std::string(tool.spec->name);
   }
   return names;
 }
 
-std::string instructions(const OpenedBackend& b) {
-  return "This server gives you a console on " + b.description +
-         ". Paths are relative to the workspace root (" + b.backend->root() +
-         "); absolute paths inside it also work. Tools: " + toolNames() +
-         ". Use ls, glob and grep to explore, read_file before edit_file, and edit_file for "
-         "changes to existing files.";
+std::string instructions(const OpenedBackend& b, const byd::permissions::Guard& guard) {
+  const byd::permissions::Ruleset& rules = guard.ruleset();
+  return "This server gives you a console on " + b.description + ", under the '" + rules.name() +
+         "' permission ruleset. " + rules.json().value("description", std::string()) +
+         " Paths are relative to the workspace root (" + b.backend->root() +
+         "); absolute paths inside it also work. Tools: " + toolNames(guard) +
+         ". Use ls, glob and grep to explore, and read a file before you edit it.";
 }
 
 }  // namespace
@@ -87,7 +92,24 @@ int main(int argc, char** argv) {
   }
   if (parsed->exit_now) return parsed->exit_code;
   const byd::Config& config = parsed->config;
+  auto rules = byd::loadRuleset(config);
+  if (!rules.ok()) {
+    fprintf(stderr, "backyard-mcp: %s\n", rules.status().message().c_str());
+    return kUsageError;
+  }
+  if (config.print_ruleset) {
+    printf("%s\n", rules->json().dump(2).c_str());
+    return 0;
+  }
   setUpLogging(config.log_level);
+  const auto fallback = config.ask_fallback == "allow" ? byd::permissions::AskFallback::kAllow
+                                                       : byd::permissions::AskFallback::kDeny;
+  if (fallback == byd::permissions::AskFallback::kAllow) {
+    spdlog::warn(
+        "--ask-fallback allow: operations the rules mark 'ask' RUN WITHOUT APPROVAL "
+        "whenever the client cannot ask the user");
+  }
+  const byd::permissions::Guard guard(*rules, fallback);
 
   auto opened = openBackend(config);
   if (!opened.ok()) {
@@ -97,9 +119,11 @@ int main(int argc, char** argv) {
   byd::mcp::StdioTransport transport(STDIN_FILENO, STDOUT_FILENO, config.max_message_bytes);
   byd::mcp::ServerOptions options;
   options.version = BYD_VERSION;
-  options.instructions = instructions(*opened);
+  options.instructions = instructions(*opened, guard);
   options.workers = config.workers;
-  byd::mcp::Server server(transport, *opened->backend, config.limits, options);
+  options.ask_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.ask_timeout_s * 1000));
+  byd::mcp::Server server(transport, *opened->backend, config.limits, options, &guard);
 
   g_transport = &transport;
   struct sigaction sa = {};
@@ -109,12 +133,14 @@ int main(int argc, char** argv) {
 
   if (config.log_level != "off") {
     fprintf(stderr,
-            "backyard-mcp %s: serving %s over stdio with tools %s. An MCP client connects by "
-            "launching this command with pipes on stdin/stdout (see examples/ for Claude "
-            "Desktop and Claude Code).\n",
-            BYD_VERSION, opened->description.c_str(), toolNames().c_str());
+            "backyard-mcp %s: serving %s over stdio with tools %s under the '%s' ruleset. An "
+            "MCP client connects by launching this command with pipes on stdin/stdout (see "
+            "examples/ for Claude Desktop and Claude Code).\n",
+            BYD_VERSION, opened->description.c_str(), toolNames(guard).c_str(),
+            guard.ruleset().name().c_str());
   }
   byd::Status run = transport.run(server);
+  server.clientClosed();
   if (g_signalled) server.cancelAll();
   // A signal that arrives while the last requests finish cancels them.
   server.drain([] { return g_signalled.load(); });

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mcp/elicitation.h"
+#include "permissions/guarded_backend.h"
 #include "tools/registry.h"
 
 namespace byd::mcp {
@@ -28,11 +30,14 @@ struct Server::Batch {
   json responses = json::array();
 };
 
-Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options)
+Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options,
+               const permissions::Guard* guard)
     : transport_(transport),
       backend_(backend),
       limits_(limits),
       options_(std::move(options)),
+      guard_(guard),
+      client_requests_(transport),
       pool_(options_.workers) {
   bindMethods();
 }
@@ -118,7 +123,8 @@ void Server::dispatch(const json& value, const Sink& sink) {
       handleNotification(m);
       deliver(sink, std::nullopt);
       return;
-    case Kind::kResponse:  // we send no requests, so there is nothing to match it with
+    case Kind::kResponse:  // an answer to one of our questions (elicitation)
+      if (!client_requests_.onReply(value)) spdlog::debug("ignored a response to nothing asked");
       deliver(sink, std::nullopt);
       return;
     case Kind::kInvalid:
@@ -232,8 +238,28 @@ void Server::startToolCall(Message m, const Sink& sink) {
 Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& token) {
   const Tool* tool = findTool(p.name);
   if (tool == nullptr) return invalidArgument("unknown tool: " + p.name);
-  ToolContext ctx{backend_, limits_, token};
-  return callTool(*tool, p.arguments, ctx, atLeast(protocolVersion(), "2025-06-18"));
+  const bool structured = atLeast(protocolVersion(), "2025-06-18");
+  if (guard_ == nullptr) {
+    ToolContext ctx{backend_, limits_, token};
+    return callTool(*tool, p.arguments, ctx, structured);
+  }
+  const auto op = permissions::parseOperation(tool->spec->operation);
+  if (!op) return internalError("tool " + p.name + " names no permission operation");
+  bool elicitation;
+  {
+    std::lock_guard lock(mu_);
+    elicitation = client_elicitation_;
+  }
+  mcp::ElicitingApprover approver(client_requests_, elicitation, options_.ask_timeout, token);
+  permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver);
+  ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }};
+  return callTool(*tool, p.arguments, ctx, structured);
+}
+
+bool Server::toolVisible(const Tool& tool) const {
+  if (guard_ == nullptr) return true;
+  const auto op = permissions::parseOperation(tool.spec->operation);
+  return op && !guard_->hidden(*op);
 }
 
 void Server::cancelAll() {
@@ -257,6 +283,7 @@ Result<json> Server::onInitialize(const InitializeParams& p) {
     std::lock_guard lock(mu_);
     if (!protocol_version_.empty()) return failedPrecondition("the session is already initialized");
     protocol_version_ = version;
+    client_elicitation_ = p.elicitation;
   }
   spdlog::info("initialize: client {} {} asked for {}, speaking {}", p.client_name,
                p.client_version, p.protocol_version, version);
@@ -271,7 +298,11 @@ Result<json> Server::onInitialize(const InitializeParams& p) {
 Result<json> Server::onPing(const json&) { return json::object(); }
 
 Result<json> Server::onListTools(const ListToolsParams& p) {
-  const auto tools = allTools();
+  // Tools whose operation the rules always deny are not offered at all.
+  std::vector<const Tool*> tools;
+  for (const Tool& tool : allTools()) {
+    if (toolVisible(tool)) tools.push_back(&tool);
+  }
   size_t begin = 0;
   if (p.cursor) {
     // Cursors are opaque to clients; ours is "tools:<index>".
@@ -287,10 +318,10 @@ Result<json> Server::onListTools(const ListToolsParams& p) {
   const size_t end = std::min(tools.size(), begin + std::max<size_t>(options_.page_size, 1));
   json list = json::array();
   for (size_t i = begin; i < end; ++i) {
-    const ToolSpec& spec = *tools[i].spec;
+    const ToolSpec& spec = *tools[i]->spec;
     json t = {{"name", spec.name},
               {"description", spec.description},
-              {"inputSchema", *tools[i].input_schema}};
+              {"inputSchema", *tools[i]->input_schema}};
     if (atLeast(version, "2025-03-26")) {
       t["annotations"] = {{"title", spec.title},
                           {"readOnlyHint", spec.read_only},
@@ -300,7 +331,7 @@ Result<json> Server::onListTools(const ListToolsParams& p) {
     }
     if (atLeast(version, "2025-06-18")) {
       t["title"] = spec.title;
-      t["outputSchema"] = *tools[i].output_schema;
+      t["outputSchema"] = *tools[i]->output_schema;
     }
     list.push_back(std::move(t));
   }

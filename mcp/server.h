@@ -15,9 +15,12 @@
 
 #include "backends/backend.h"
 #include "common/worker_pool.h"
+#include "mcp/client_requests.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
 #include "mcp/transport.h"
+#include "permissions/guard.h"
+#include "tools/registry.h"
 #include "tools/tool.h"
 
 namespace byd::mcp {
@@ -29,11 +32,16 @@ struct ServerOptions {
   std::string instructions;
   size_t page_size = 50;  // tools per tools/list page
   size_t workers = 4;     // threads running tools/call
+  // How long an "ask" waits for the user's answer through elicitation.
+  std::chrono::milliseconds ask_timeout = std::chrono::seconds(120);
 };
 
 class Server : public MessageHandler {
  public:
-  Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options);
+  // `guard` may be null: then every call reaches the backend unchecked (tests of the layers
+  // below). Otherwise every tool call passes it.
+  Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options,
+         const permissions::Guard* guard = nullptr);
   ~Server() override;
 
   void onFrame(std::string_view frame) override;
@@ -41,6 +49,8 @@ class Server : public MessageHandler {
 
   // Cancels everything in flight (their answers are dropped).
   void cancelAll();
+  // The client has gone (stdin closed): questions to it fail at once instead of waiting.
+  void clientClosed() { client_requests_.close(); }
   // Blocks until every request received so far has been answered or dropped. When `give_up`
   // (checked every 100 ms) turns true, what is still running is cancelled.
   void drain(const std::function<bool()>& give_up = nullptr);
@@ -72,6 +82,7 @@ class Server : public MessageHandler {
   Result<json> onListTools(const ListToolsParams& p);
   Result<json> onSetLevel(const SetLevelParams& p);
   Result<json> runToolCall(const CallToolParams& p, const CancelToken& token);
+  bool toolVisible(const Tool& tool) const;
 
   void logToClient(int level, const json& data);
   std::string protocolVersion() const;
@@ -80,11 +91,14 @@ class Server : public MessageHandler {
   Backend& backend_;
   const Limits limits_;
   const ServerOptions options_;
+  const permissions::Guard* const guard_;
+  ClientRequests client_requests_;
   std::map<std::string, Method, std::less<>> methods_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::string protocol_version_;                  // empty until initialize
+  bool client_elicitation_ = false;               // the client declared the capability
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel

@@ -124,7 +124,7 @@ class RecordingTransport extends StdioClientTransport {
 async function startServer(binary, args, cwd) {
   const transport = new RecordingTransport({
     command: binary,
-    args: [...args, '--log-level', 'warn'],
+    args: [...args, '--log-level', 'warn', '--ruleset', 'permissive'],
     cwd,
     stderr: 'pipe',
   });

@@ -43,7 +43,7 @@ class Adversarial(unittest.TestCase):
         cls.evil = os.path.join(base, "ws_evil")
         for d in (cls.ws, cls.outside, cls.evil):
             os.makedirs(d)
-        with open(os.path.join(cls.outside, "secret.txt"), "w") as f:
+        with open(os.path.join(cls.outside, "private.txt"), "w") as f:
             f.write("OUTSIDE_SECRET\n")
         with open(os.path.join(cls.evil, "evil.txt"), "w") as f:
             f.write("EVIL_SECRET\n")
@@ -60,7 +60,7 @@ class Adversarial(unittest.TestCase):
         with open(os.path.join(cls.ws, "aaaa.txt"), "w") as f:
             f.write("a" * (1 << 20) + "!")
         cls.outside_before = tree_digest(cls.outside) + tree_digest(cls.evil)
-        cls.client = Client(BINARY, "--root", cls.ws, "--log-level", "warn")
+        cls.client = Client(BINARY, "--root", cls.ws, "--log-level", "warn", "--ruleset", "permissive")
 
     @classmethod
     def tearDownClass(cls):
@@ -88,7 +88,7 @@ class Adversarial(unittest.TestCase):
                              "arguments.path", "4096")
 
     def test_dotdot_escapes(self):
-        for path in ("../outside/secret.txt", "a/../../outside/secret.txt", "..", "/etc/passwd"):
+        for path in ("../outside/private.txt", "a/../../outside/private.txt", "..", "/etc/passwd"):
             self.assertToolError(self.client.call("read_file", path=path), "outside the workspace")
         self.assertToolError(self.client.call("ls", path=".."), "outside the workspace")
 
@@ -124,7 +124,7 @@ class Adversarial(unittest.TestCase):
             self.client.call("write_file", path="link_out/deeper/new.txt", content="x"),
             "outside the workspace")
         self.assertToolError(
-            self.client.call("edit_file", path="link_out/secret.txt", old_string="OUTSIDE",
+            self.client.call("edit_file", path="link_out/private.txt", old_string="OUTSIDE",
                              new_string="INSIDE"), "outside the workspace")
 
     def test_proc_self_root(self):
@@ -194,19 +194,19 @@ class Lifecycle(unittest.TestCase):
     def test_state_file_saved_on_eof_and_loaded(self):
         with tempfile.TemporaryDirectory() as tmp:
             state = os.path.join(tmp, "state.json")
-            c = Client(BINARY, "--backend", "state", "--state-file", state)
+            c = Client(BINARY, "--backend", "state", "--state-file", state, "--ruleset", "permissive")
             self.assertFalse(c.call("write_file", path="a/b.txt", content="persist me")["isError"])
             self.assertEqual(c.close(), 0)
             with open(state) as f:
                 self.assertEqual(json.load(f)["files"]["a/b.txt"]["content"], "persist me")
-            c = Client(BINARY, "--backend", "state", "--state-file", state)
+            c = Client(BINARY, "--backend", "state", "--state-file", state, "--ruleset", "permissive")
             self.assertIn("persist me", text(c.call("read_file", path="a/b.txt")))
             self.assertEqual(c.close(), 0)
 
     def test_state_file_saved_on_sigterm_and_with_sync(self):
         with tempfile.TemporaryDirectory() as tmp:
             state = os.path.join(tmp, "state.json")
-            c = Client(BINARY, "--backend", "state", "--state-file", state, "--state-sync")
+            c = Client(BINARY, "--backend", "state", "--state-file", state, "--state-sync", "--ruleset", "permissive")
             c.call("write_file", path="x.txt", content="synced")
             with open(state) as f:  # --state-sync: saved before the answer
                 self.assertIn("x.txt", json.load(f)["files"])
@@ -282,6 +282,53 @@ class Startup(unittest.TestCase):
         r = self.start("--backend", "cloud")
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"--backend", r.stderr)
+
+    def ruleset_file(self, tmp, doc):
+        path = os.path.join(tmp, "rules.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    def test_ruleset_with_bad_pattern(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rules = self.ruleset_file(tmp, {"default": "deny", "read": {"rules": [
+                {"pattern": "src/[ab", "action": "allow"}]}})
+            r = self.start("--ruleset", rules)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(b"read.rules[0].pattern: invalid glob", r.stderr)
+
+    def test_ruleset_with_unknown_operation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = self.start("--ruleset", self.ruleset_file(tmp, {"default": "deny", "delete": {}}))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(b"ruleset.delete: unknown property", r.stderr)
+
+    def test_ruleset_with_unknown_action(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rules = self.ruleset_file(tmp, {"default": "deny", "write": {"rules": [
+                {"pattern": "*", "action": "maybe"}]}})
+            r = self.start("--ruleset", rules)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(b"ruleset.write.rules[0].action: must be one of", r.stderr)
+
+    def test_unknown_preset(self):
+        r = self.start("--ruleset", "lax")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--ruleset 'lax' is neither a preset", r.stderr)
+
+    def test_print_ruleset(self):
+        r = self.start("--ruleset", "readonly", "--print-ruleset")
+        self.assertEqual(r.returncode, 0)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["name"], "readonly")
+        self.assertEqual(doc["write"]["default"], "deny")
+
+    def test_inline_ruleset_in_config(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = self.config(tmp, {"ruleset": {"name": "mine", "default": "allow"}})
+            r = self.start("--config", cfg, "--print-ruleset")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["name"], "mine")
 
     def test_help_and_version(self):
         r = self.start("--help")

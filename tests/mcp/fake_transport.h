@@ -43,6 +43,22 @@ class FakeTransport : public mcp::Transport {
     return found;
   }
 
+  // Waits (up to 20 s) for a message with this method; null json if none came.
+  nlohmann::json waitForMethod(const std::string& method) {
+    std::unique_lock lock(mu_);
+    nlohmann::json found;
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] {
+      for (const auto& m : sent_) {
+        if (m.is_object() && m.value("method", "") == method) {
+          found = m;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
   // Waits (up to 20 s) until at least `n` messages were sent.
   bool waitForCount(size_t n) {
     std::unique_lock lock(mu_);

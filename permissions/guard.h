@@ -1,0 +1,55 @@
+#pragma once
+// The Guard turns a ruleset decision into allow or deny. "ask" goes to an Approver (the MCP
+// client, through elicitation); without one, or without an answer, the ask fallback decides
+// (deny unless the user chose allow). Every decision is logged at info with the rule that made
+// it. Immutable after construction; safe to share between threads.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "permissions/ruleset.h"
+
+namespace byd::permissions {
+
+// Someone who can say yes or no to one operation: in practice the user, asked by the client.
+class Approver {
+ public:
+  virtual ~Approver() = default;
+  // True only on an explicit yes; false on no; an error when no answer could be had (the
+  // client cannot be asked, or did not answer in time), in which case the fallback decides.
+  virtual Result<bool> approve(Operation op, std::string_view target, const Decision& why) = 0;
+};
+
+enum class AskFallback { kDeny, kAllow };
+
+class Guard {
+ public:
+  Guard(Ruleset rules, AskFallback fallback);
+
+  // The ruleset's decision. For execute, `target` is a whole command line: it is split into
+  // simple commands, every one must be allowed, a deny anywhere denies the line, and a line
+  // that cannot be split with certainty is at best "ask".
+  Decision decide(Operation op, std::string_view target) const;
+  // decide(), then ask `approver` (may be null) when the answer is ask. OK or PermissionDenied
+  // with a message naming the operation, the target and the reason.
+  Status check(Operation op, std::string_view target, Approver* approver) const;
+  // Whether listings must hide `path`: reading it is denied outright.
+  bool hidesFromListings(std::string_view path) const;
+  bool hidden(Operation op) const { return rules_.alwaysDenied(op); }
+
+  const Ruleset& ruleset() const { return rules_; }
+  AskFallback askFallback() const { return fallback_; }
+
+ private:
+  Decision decideCommandLine(std::string_view line) const;
+
+  Ruleset rules_;
+  AskFallback fallback_;
+};
+
+// "'src/a.py'", "'.'" for the workspace root.
+std::string displayTarget(std::string_view target);
+
+}  // namespace byd::permissions

@@ -1,0 +1,55 @@
+#include "permissions/guarded_backend.h"
+
+#include <algorithm>
+
+namespace byd::permissions {
+
+Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
+  BYD_ASSIGN_OR_RETURN(std::string key, inner_.normalize(user_path));
+  BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
+  return key;
+}
+
+Status GuardedBackend::checkRead(const std::string& key) const {
+  if (!guard_.hidesFromListings(key)) return okStatus();
+  // Say why in the words of the read rule that denies it.
+  return guard_.check(Operation::kRead, key, nullptr);
+}
+
+Result<FileInfo> GuardedBackend::stat(const std::string& key) const {
+  BYD_RETURN_IF_ERROR(checkRead(key));
+  return inner_.stat(key);
+}
+
+Result<std::vector<FileInfo>> GuardedBackend::list(const std::string& key) const {
+  BYD_RETURN_IF_ERROR(checkRead(key));
+  BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, inner_.list(key));
+  const size_t before = entries.size();
+  std::erase_if(entries,
+                [&](const FileInfo& e) { return guard_.hidesFromListings(joinKey(key, e.name)); });
+  hidden_ += before - entries.size();
+  return entries;
+}
+
+Result<std::string> GuardedBackend::read(const std::string& key, uint64_t offset,
+                                         uint64_t max_bytes) const {
+  BYD_RETURN_IF_ERROR(checkRead(key));
+  return inner_.read(key, offset, max_bytes);
+}
+
+Status GuardedBackend::readStream(const std::string& key, size_t chunk_bytes,
+                                  const std::function<bool(std::string_view)>& sink) const {
+  BYD_RETURN_IF_ERROR(checkRead(key));
+  return inner_.readStream(key, chunk_bytes, sink);
+}
+
+Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_view data,
+                                           WriteMode mode) {
+  // The main target was approved in normalize(); a write elsewhere must at least not be denied.
+  if (guard_.decide(op_, key).action == Action::kDeny) {
+    BYD_RETURN_IF_ERROR(guard_.check(op_, key, nullptr));
+  }
+  return inner_.write(key, data, mode);
+}
+
+}  // namespace byd::permissions

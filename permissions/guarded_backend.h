@@ -1,0 +1,47 @@
+#pragma once
+// GuardedBackend decorates any Backend with a Guard for the duration of one tool call. The
+// tool's main target is checked (and, for "ask", approved) where the tool names it: in
+// normalize(). Every later access is checked again without asking: listings drop entries
+// whose reading is denied (and count them), and reads or writes of a denied path fail. A tool
+// holds only this object, so it cannot reach the backend around the rules. One instance per
+// call; the counter is atomic because grep lists and reads from several threads.
+
+#include <atomic>
+
+#include "backends/backend.h"
+#include "permissions/guard.h"
+
+namespace byd::permissions {
+
+class GuardedBackend : public Backend {
+ public:
+  // `approver` may be null (then "ask" falls back as the Guard says).
+  GuardedBackend(Backend& inner, const Guard& guard, Operation op, Approver* approver)
+      : inner_(inner), guard_(guard), op_(op), approver_(approver) {}
+
+  std::string_view kind() const override { return inner_.kind(); }
+  std::string root() const override { return inner_.root(); }
+  Result<std::string> normalize(std::string_view user_path) const override;
+  Result<FileInfo> stat(const std::string& key) const override;
+  Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Result<std::string> read(const std::string& key, uint64_t offset,
+                           uint64_t max_bytes) const override;
+  Status readStream(const std::string& key, size_t chunk_bytes,
+                    const std::function<bool(std::string_view)>& sink) const override;
+  Result<WriteOutcome> write(const std::string& key, std::string_view data,
+                             WriteMode mode) override;
+
+  // Entries that listings dropped so far.
+  size_t hiddenCount() const { return hidden_.load(); }
+
+ private:
+  Status checkRead(const std::string& key) const;
+
+  Backend& inner_;
+  const Guard& guard_;
+  const Operation op_;
+  Approver* const approver_;
+  mutable std::atomic<size_t> hidden_{0};
+};
+
+}  // namespace byd::permissions

@@ -1,0 +1,132 @@
+#include "permissions/presets.h"
+
+#include <array>
+#include <string>
+
+namespace byd::permissions {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 4> kPresetNames = {"default", "permissive", "readonly",
+                                                          "strict"};
+
+constexpr std::string_view kSecretReason = "secrets are never read or written";
+
+// Secret files at any depth: .env, .env.*, *.pem, *.key, id_rsa*, .ssh/, .aws/, .gnupg/,
+// .netrc, credentials*, *secret*. A directory pattern also covers everything below it.
+json secretPathRules() {
+  json rules = json::array();
+  for (const char* p : {"**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/.ssh",
+                        "**/.ssh/**", "**/.aws", "**/.aws/**", "**/.gnupg", "**/.gnupg/**",
+                        "**/.netrc", "**/credentials*", "**/*secret*", "**/*secret*/**"}) {
+    rules.push_back({{"pattern", p}, {"action", "deny"}, {"description", kSecretReason}});
+  }
+  return rules;
+}
+
+// A command any of whose words is a path naming a secret.
+json secretCommandRule() {
+  return {
+      {"regex",
+       "(?:.* )?(?:[^ ]*/)?(?:\\.env(?:\\.[^ /]*)?|[^ /]*\\.pem|[^ /]*\\.key|id_rsa[^ /]*|"
+       "\\.netrc|credentials[^ /]*|[^ /]*secret[^ /]*|\\.ssh|\\.aws|\\.gnupg)(?:/[^ ]*)?(?: .*)?"},
+      {"action", "deny"},
+      {"description", kSecretReason}};
+}
+
+json secretPythonRule() {
+  return {{"regex",
+           ".*(?:\\.env\\b|id_rsa|\\.ssh/|\\.aws/|\\.gnupg/|\\.netrc|\\.pem\\b|\\.key\\b|"
+           "credentials|secret).*"},
+          {"action", "deny"},
+          {"description", kSecretReason}};
+}
+
+json deny(const char* regex, const char* description) {
+  return {{"regex", regex}, {"action", "deny"}, {"description", description}};
+}
+
+json dangerousCommandRules() {
+  return json::array({
+      deny("rm(?: .*)? (?:/|/\\*|~|~/|~/\\*|\\$HOME|\\$HOME/|\\$HOME/\\*)(?: .*)?",
+           "removing / or the home directory is never allowed"),
+      deny("mkfs(?:\\.[^ ]+)?(?: .*)?", "making file systems is never allowed"),
+      deny("dd(?: .*)? of=/dev/[^ ]+(?: .*)?", "dd onto a device is never allowed"),
+      deny(":", "a fork bomb (:(){ :|:& };:) is never allowed"),
+      deny("chmod (?:.* )?(?:-[^ ]*R[^ ]*|--recursive) (?:.* )?(?:/|/\\*)(?: .*)?",
+           "changing the mode of / recursively is never allowed"),
+      deny("(?:shutdown|reboot|halt|poweroff)(?: .*)?|(?:systemctl|init|telinit) "
+           "(?:poweroff|reboot|halt|0|6)(?: .*)?",
+           "shutting the machine down is never allowed"),
+      deny("(?:.* )?(?:of=)?/dev/(?:sd|hd|vd|xvd|nvme|mmcblk)[^ ]*(?: .*)?",
+           "writing to a disk device is never allowed"),
+  });
+}
+
+json systemPathRules() {
+  json rules = json::array();
+  for (const char* p : {"/etc/**", "/usr/**", "/bin/**", "/sbin/**", "/lib/**", "/lib64/**",
+                        "/boot/**", "/dev/**", "/proc/**", "/sys/**", "/var/lib/**"}) {
+    rules.push_back(
+        {{"pattern", p}, {"action", "deny"}, {"description", "system paths are never written"}});
+  }
+  return rules;
+}
+
+json concat(json a, const json& b) {
+  for (const json& rule : b) a.push_back(rule);
+  return a;
+}
+
+json section(const char* fallback, json rules) {
+  return {{"default", fallback}, {"rules", std::move(rules)}};
+}
+
+// Path operations share their rules; `path_default` and `write_default` are their defaults.
+json build(const char* name, const char* description, const char* global, const char* read,
+           const char* write, const char* run, json write_extra) {
+  const json secrets = secretPathRules();
+  return {{"name", name},
+          {"description", description},
+          {"default", global},
+          {"read", section(read, secrets)},
+          {"ls", section(read, secrets)},
+          {"glob", section(read, secrets)},
+          {"grep", section(read, secrets)},
+          {"write", section(write, concat(secrets, write_extra))},
+          {"edit", section(write, concat(secrets, write_extra))},
+          {"execute",
+           section(run, concat(json::array({secretCommandRule()}), dangerousCommandRules()))},
+          {"python", section(run, json::array({secretPythonRule()}))}};
+}
+
+}  // namespace
+
+std::span<const std::string_view> presetNames() { return kPresetNames; }
+
+Result<nlohmann::json> presetJson(std::string_view name) {
+  if (name == "default") {
+    return build("default", "Reading is allowed; writing, editing and running ask first.", "ask",
+                 "allow", "ask", "ask", json::array());
+  }
+  if (name == "permissive") {
+    return build("permissive",
+                 "Everything is allowed except secrets, writes to system paths and dangerous "
+                 "commands.",
+                 "allow", "allow", "allow", "allow", systemPathRules());
+  }
+  if (name == "readonly") {
+    return build("readonly",
+                 "A code-review bot: read, ls, glob and grep only; nothing is written or run.",
+                 "deny", "allow", "deny", "deny", json::array());
+  }
+  if (name == "strict") {
+    return build("strict", "Everything asks first; secrets and dangerous commands are denied.",
+                 "ask", "ask", "ask", "ask", json::array());
+  }
+  return notFound("no ruleset preset '" + std::string(name) +
+                  "' (presets: default, permissive, readonly, strict)");
+}
+
+}  // namespace byd::permissions

@@ -1,0 +1,144 @@
+#include "permissions/ruleset.h"
+
+#include <re2/re2.h>
+
+#include "schemas/embedded.h"
+#include "schemas/validator.h"
+
+namespace byd::permissions {
+namespace {
+
+constexpr std::array<std::string_view, kOperationCount> kOperationNames = {
+    "read", "write", "edit", "ls", "glob", "grep", "execute", "python"};
+constexpr std::array<std::string_view, 3> kActionNames = {"allow", "deny", "ask"};
+
+Result<std::shared_ptr<const re2::RE2>> compileRegex(const std::string& pattern,
+                                                     const std::string& where) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  // Python code spans lines: let `.` match newlines there and everywhere (harmless for paths).
+  options.set_dot_nl(true);
+  auto re = std::make_shared<const re2::RE2>(pattern, options);
+  if (!re->ok())
+    return invalidArgument(where + ": invalid regex '" + pattern + "': " + re->error());
+  return std::shared_ptr<const re2::RE2>(std::move(re));
+}
+
+}  // namespace
+
+std::string_view actionName(Action a) { return kActionNames[static_cast<size_t>(a)]; }
+std::string_view operationName(Operation op) { return kOperationNames[static_cast<size_t>(op)]; }
+
+std::optional<Operation> parseOperation(std::string_view name) {
+  for (size_t i = 0; i < kOperationNames.size(); ++i) {
+    if (kOperationNames[i] == name) return static_cast<Operation>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<Action> parseAction(std::string_view name) {
+  for (size_t i = 0; i < kActionNames.size(); ++i) {
+    if (kActionNames[i] == name) return static_cast<Action>(i);
+  }
+  return std::nullopt;
+}
+
+std::string commandPatternToRegex(std::string_view pattern) {
+  std::string body = pattern.size() > 1 && pattern.back() == '*' &&
+                             pattern[pattern.size() - 2] != ' ' &&
+                             pattern[pattern.size() - 2] != '*'
+                         ? std::string(pattern.substr(0, pattern.size() - 1))
+                         : std::string(pattern);
+  const bool word_prefix = body.size() != pattern.size();
+  std::string re;
+  for (char c : body) {
+    if (c == '*') {
+      re += ".*";
+    } else if (c == '?') {
+      re += ".";
+    } else {
+      re += RE2::QuoteMeta(std::string(1, c));
+    }
+  }
+  if (word_prefix) re += "(?: .*)?";
+  return re;
+}
+
+Result<Ruleset::Rule> Ruleset::compileRule(Operation op, const nlohmann::json& rule,
+                                           const std::string& where) {
+  Rule out;
+  const bool has_pattern = rule.contains("pattern");
+  if (has_pattern == rule.contains("regex")) {
+    return invalidArgument(where + ": a rule needs exactly one of \"pattern\" or \"regex\"");
+  }
+  out.action = *parseAction(rule["action"].get<std::string>());
+  out.description = rule.value("description", "");
+  if (!has_pattern) {
+    out.text = rule["regex"].get<std::string>();
+    BYD_ASSIGN_OR_RETURN(out.re, compileRegex(out.text, where + ".regex"));
+    return out;
+  }
+  out.text = rule["pattern"].get<std::string>();
+  if (op == Operation::kExecute || op == Operation::kPython) {
+    BYD_ASSIGN_OR_RETURN(out.re, compileRegex(commandPatternToRegex(out.text), where + ".pattern"));
+    return out;
+  }
+  auto glob = GlobMatcher::compile(out.text);
+  if (!glob.ok()) return invalidArgument(where + ".pattern: " + glob.status().message());
+  out.glob = std::move(*glob);
+  return out;
+}
+
+Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc) {
+  BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("ruleset.schema.json"));
+  if (Status s = schemas::validate(*schema, doc, "ruleset"); !s.ok()) return s;
+  Ruleset out;
+  out.json_ = doc;
+  out.name_ = doc.value("name", "custom");
+  out.fallback_ = *parseAction(doc["default"].get<std::string>());
+  for (size_t i = 0; i < kOperationCount; ++i) {
+    const std::string op_name(kOperationNames[i]);
+    auto section = doc.find(op_name);
+    if (section == doc.end()) continue;
+    OperationRules& ops = out.ops_[i];
+    if (auto d = section->find("default"); d != section->end()) {
+      ops.fallback = parseAction(d->get<std::string>());
+    }
+    auto rules = section->find("rules");
+    if (rules == section->end()) continue;
+    for (size_t r = 0; r < rules->size(); ++r) {
+      const std::string where = op_name + ".rules[" + std::to_string(r) + "]";
+      BYD_ASSIGN_OR_RETURN(Rule rule, compileRule(static_cast<Operation>(i), (*rules)[r], where));
+      ops.rules.push_back(std::move(rule));
+    }
+  }
+  return out;
+}
+
+Decision Ruleset::decide(Operation op, std::string_view target) const {
+  const OperationRules& ops = ops_[static_cast<size_t>(op)];
+  const std::string name(operationName(op));
+  for (size_t i = 0; i < ops.rules.size(); ++i) {
+    const Rule& rule = ops.rules[i];
+    const bool hit = rule.glob
+                         ? rule.glob->matches(target)
+                         : RE2::FullMatch(re2::StringPiece(target.data(), target.size()), *rule.re);
+    if (hit) {
+      return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
+              rule.description};
+    }
+  }
+  if (ops.fallback) return {*ops.fallback, name + " default", ""};
+  return {fallback_, "global default", ""};
+}
+
+bool Ruleset::alwaysDenied(Operation op) const {
+  const OperationRules& ops = ops_[static_cast<size_t>(op)];
+  if (ops.fallback.value_or(fallback_) != Action::kDeny) return false;
+  for (const Rule& rule : ops.rules) {
+    if (rule.action != Action::kDeny) return false;
+  }
+  return true;
+}
+
+}  // namespace byd::permissions

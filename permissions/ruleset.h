@@ -1,0 +1,87 @@
+#pragma once
+// A permission ruleset: a global default action and, per operation, a default and an ordered
+// list of rules. decide() returns the first matching rule's action, else the operation's
+// default, else the global default, together with what decided it. Path targets are matched
+// with the glob tool's syntax (`*` never crosses '/'), command targets with command globs
+// (see CommandPattern), `regex` rules with fully anchored RE2. A loaded Ruleset is immutable
+// and safe to share between threads.
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/glob.h"
+#include "common/result.h"
+
+namespace re2 {
+class RE2;
+}
+
+namespace byd::permissions {
+
+enum class Action { kAllow, kDeny, kAsk };
+enum class Operation { kRead, kWrite, kEdit, kLs, kGlob, kGrep, kExecute, kPython };
+inline constexpr size_t kOperationCount = 8;
+
+std::string_view actionName(Action a);
+std::string_view operationName(Operation op);
+std::optional<Operation> parseOperation(std::string_view name);
+std::optional<Action> parseAction(std::string_view name);
+
+// What decided an action, for logs and messages: "read rule 3 (**/.env)", "write default",
+// "global default".
+struct Decision {
+  Action action = Action::kDeny;
+  std::string source;
+  std::string description;  // the deciding rule's description ("" for defaults)
+};
+
+class Ruleset {
+ public:
+  // Parses and compiles a ruleset document. Every error names its place:
+  // "read.rules[2].pattern: unclosed '[' at position 3".
+  static Result<Ruleset> fromJson(const nlohmann::json& doc);
+
+  // The decision for one target (a workspace-relative path, a simple command's words joined
+  // by spaces, or Python code).
+  Decision decide(Operation op, std::string_view target) const;
+  // True when `op` can never be allowed or asked: its default resolves to deny and no rule
+  // allows or asks. Such operations' tools are hidden from tools/list.
+  bool alwaysDenied(Operation op) const;
+
+  const std::string& name() const { return name_; }
+  const nlohmann::json& json() const { return json_; }
+
+ private:
+  struct Rule {
+    std::string text;                    // the pattern or regex as written
+    std::optional<GlobMatcher> glob;     // path patterns
+    std::shared_ptr<const re2::RE2> re;  // regex rules and command patterns
+    Action action;
+    std::string description;
+  };
+  struct OperationRules {
+    std::optional<Action> fallback;
+    std::vector<Rule> rules;
+  };
+  static Result<Rule> compileRule(Operation op, const nlohmann::json& rule,
+                                  const std::string& where);
+
+  std::string name_;
+  Action fallback_ = Action::kDeny;
+  std::array<OperationRules, kOperationCount> ops_;
+  nlohmann::json json_;
+};
+
+// Translates a command glob into an RE2 pattern. `*` matches anything (including '/' and
+// spaces), `?` one character, everything else is literal; a trailing `*` right after a word
+// ("git status*") matches only on a word boundary: "git status" and "git status -s", never
+// "git statusx", so "git log*" does not allow "git logout".
+std::string commandPatternToRegex(std::string_view pattern);
+
+}  // namespace byd::permissions

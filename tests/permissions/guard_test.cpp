@@ -1,0 +1,148 @@
+#include "permissions/guard.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/state/state_backend.h"
+#include "permissions/guarded_backend.h"
+#include "permissions/presets.h"
+
+namespace byd::permissions {
+namespace {
+
+using nlohmann::json;
+
+Guard guardFor(const json& doc, AskFallback fallback = AskFallback::kDeny) {
+  auto rs = Ruleset::fromJson(doc);
+  EXPECT_TRUE(rs.ok()) << rs.status().message();
+  return Guard(std::move(*rs), fallback);
+}
+
+Guard presetGuard(std::string_view name) { return guardFor(*presetJson(name)); }
+
+// An approver that answers from a script and records what it was asked.
+class ScriptedApprover : public Approver {
+ public:
+  explicit ScriptedApprover(Result<bool> answer) : answer_(std::move(answer)) {}
+  Result<bool> approve(Operation op, std::string_view target, const Decision&) override {
+    asked.push_back(std::string(operationName(op)) + " " + std::string(target));
+    return answer_;
+  }
+  std::vector<std::string> asked;
+
+ private:
+  Result<bool> answer_;
+};
+
+class OnlyGitStatusAndLs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OnlyGitStatusAndLs, IsNotAllowed) {
+  Guard g = guardFor({{"default", "deny"},
+                      {"execute",
+                       {{"rules",
+                         {{{"pattern", "git status*"}, {"action", "allow"}},
+                          {{"pattern", "ls*"}, {"action", "allow"}}}}}}});
+  EXPECT_NE(g.decide(Operation::kExecute, GetParam()).action, Action::kAllow) << GetParam();
+  EXPECT_FALSE(g.check(Operation::kExecute, GetParam(), nullptr).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Lines, OnlyGitStatusAndLs,
+                         ::testing::Values("git status && touch p", "git status; touch p",
+                                           "git status | sh", "git status $(touch p)",
+                                           "git status `touch p`", "git status\ntouch p",
+                                           "ls > ~/.bashrc", "echo $[ x='a[$(touch F)]', x ]",
+                                           "env touch p", "sudo touch p", "bash -c 'touch p'",
+                                           "/usr/bin/touch p", "git statusx", "ls; eval x"));
+
+TEST(Guard, AllowedLinesUnderGitStatusAndLs) {
+  Guard g = guardFor({{"default", "deny"},
+                      {"execute",
+                       {{"rules",
+                         {{{"pattern", "git status*"}, {"action", "allow"}},
+                          {{"pattern", "ls*"}, {"action", "allow"}}}}}}});
+  for (const char* line :
+       {"git status", "git status --short", "ls -la", "ls && git status", "ls 2>/dev/null | ls"}) {
+    EXPECT_EQ(g.decide(Operation::kExecute, line).action, Action::kAllow) << line;
+  }
+}
+
+class DangerousSpellings : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DangerousSpellings, AreDeniedEvenWhenEverythingElseIsAllowed) {
+  Guard g = presetGuard("permissive");
+  Decision d = g.decide(Operation::kExecute, GetParam());
+  EXPECT_EQ(d.action, Action::kDeny) << GetParam() << " -> " << d.source;
+}
+
+INSTANTIATE_TEST_SUITE_P(Lines, DangerousSpellings,
+                         ::testing::Values("sudo rm -rf /", "rm -fr /", "rm -r -f /", "rm -rf /*",
+                                           "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda",
+                                           ":(){ :|:& };:", "cd /tmp && sudo rm -rf ~",
+                                           "bash -c 'rm -rf /'", "nohup shutdown -h now"));
+
+TEST(Guard, UncertainLinesAreAskAtBest) {
+  Guard g = presetGuard("permissive");
+  Decision d = g.decide(Operation::kExecute, "cat <<EOF\nhello\nEOF");
+  EXPECT_EQ(d.action, Action::kAsk);
+  EXPECT_NE(d.source.find("cannot be split with certainty"), std::string::npos) << d.source;
+}
+
+TEST(Guard, DeniedMessageNamesOperationTargetAndReason) {
+  Guard g = presetGuard("default");
+  Status s = g.check(Operation::kRead, ".env", nullptr);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  EXPECT_EQ(s.message(), "read denied for '.env': secrets are never read or written");
+}
+
+TEST(Guard, AskGoesToTheApprover) {
+  Guard g = presetGuard("default");
+  ScriptedApprover yes(true), no(false);
+  EXPECT_TRUE(g.check(Operation::kWrite, "a.txt", &yes).ok());
+  EXPECT_EQ(yes.asked, (std::vector<std::string>{"write a.txt"}));
+  Status s = g.check(Operation::kWrite, "a.txt", &no);
+  EXPECT_EQ(s.message(), "write for 'a.txt' needs approval (write default) and the user declined");
+}
+
+TEST(Guard, AskWithoutAnswerFallsBack) {
+  ScriptedApprover silent(unimplemented("the client does not support elicitation"));
+  Status s = presetGuard("default").check(Operation::kWrite, "a.txt", &silent);
+  EXPECT_EQ(s.message(),
+            "write for 'a.txt' needs approval (write default) and none was given: the client "
+            "does not support elicitation");
+  Guard lenient = guardFor(*presetJson("default"), AskFallback::kAllow);
+  EXPECT_TRUE(lenient.check(Operation::kWrite, "a.txt", &silent).ok());
+  // The fallback never overrides a deny.
+  EXPECT_FALSE(lenient.check(Operation::kWrite, ".env", &silent).ok());
+}
+
+TEST(GuardedBackend, HidesDeniedEntriesAndCountsThem) {
+  StateBackend state;
+  ASSERT_TRUE(state.write("a.txt", "a", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write(".env", "KEY=1", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write("cfg/.env.prod", "KEY=2", WriteMode::kOverwrite).ok());
+  Guard g = presetGuard("default");
+  GuardedBackend guarded(state, g, Operation::kLs, nullptr);
+  auto entries = guarded.list("");
+  ASSERT_TRUE(entries.ok());
+  std::vector<std::string> names;
+  for (const auto& e : *entries) names.push_back(e.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.txt", "cfg"}));
+  ASSERT_TRUE(guarded.list("cfg").ok());
+  EXPECT_EQ(guarded.hiddenCount(), 2u);
+  EXPECT_EQ(guarded.read(".env", 0, 100).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(guarded.stat("cfg/.env.prod").status().code(), Code::kPermissionDenied);
+}
+
+TEST(GuardedBackend, MainTargetIsCheckedInNormalize) {
+  StateBackend state;
+  Guard g = presetGuard("readonly");
+  GuardedBackend writer(state, g, Operation::kWrite, nullptr);
+  auto key = writer.normalize("notes.txt");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message(), "write denied for 'notes.txt': by write default");
+  GuardedBackend reader(state, g, Operation::kRead, nullptr);
+  EXPECT_TRUE(reader.normalize("notes.txt").ok());
+}
+
+}  // namespace
+}  // namespace byd::permissions

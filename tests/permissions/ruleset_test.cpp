@@ -1,0 +1,198 @@
+#include "permissions/ruleset.h"
+
+#include <gtest/gtest.h>
+
+#include "permissions/presets.h"
+
+namespace byd::permissions {
+namespace {
+
+using nlohmann::json;
+
+Ruleset load(const json& doc) {
+  auto r = Ruleset::fromJson(doc);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? std::move(*r) : Ruleset::fromJson({{"default", "deny"}}).value();
+}
+
+TEST(Ruleset, FirstMatchingRuleWinsThenOperationDefaultThenGlobal) {
+  Ruleset rs = load({{"default", "deny"},
+                     {"read",
+                      {{"default", "ask"},
+                       {"rules",
+                        {{{"pattern", "src/secret.txt"}, {"action", "deny"}, {"description", "no"}},
+                         {{"pattern", "src/**"}, {"action", "allow"}},
+                         {{"pattern", "src/*.txt"}, {"action", "deny"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/secret.txt").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/secret.txt").description, "no");
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/secret.txt").source, "read rule 1 (src/secret.txt)");
+  // Rule 2 comes before rule 3, so src/a.txt is allowed.
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/a.txt").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, "other.txt").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kRead, "other.txt").source, "read default");
+  EXPECT_EQ(rs.decide(Operation::kWrite, "src/a.txt").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kWrite, "src/a.txt").source, "global default");
+}
+
+TEST(Ruleset, GlobStarDoesNotCrossSlash) {
+  Ruleset rs = load(
+      {{"default", "deny"}, {"read", {{"rules", {{{"pattern", "*.py"}, {"action", "allow"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kRead, "a.py").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, "pkg/a.py").action, Action::kDeny);
+}
+
+TEST(Ruleset, RegexIsFullyAnchored) {
+  Ruleset rs =
+      load({{"default", "allow"},
+            {"read", {{"rules", {{{"regex", "logs/[0-9]+\\.log"}, {"action", "deny"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kRead, "logs/12.log").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kRead, "old/logs/12.log").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, "logs/12.log.bak").action, Action::kAllow);
+}
+
+TEST(Ruleset, PythonRegexRules) {
+  Ruleset rs = load({{"default", "allow"},
+                     {"python",
+                      {{"rules",
+                        {{{"regex", ".*import socket.*"},
+                          {"action", "deny"},
+                          {"description", "no network"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kPython, "x = 1\nimport socket\ny = 2").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kPython, "import os").action, Action::kAllow);
+}
+
+TEST(Ruleset, CommandPatternsMatchOnWordBoundaries) {
+  Ruleset rs = load({{"default", "deny"},
+                     {"execute",
+                      {{"rules",
+                        {{{"pattern", "git log*"}, {"action", "allow"}},
+                         {{"pattern", "npm run *"}, {"action", "allow"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kExecute, "git log").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "git log --oneline -5").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "git logout").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "npm run build/x").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "npm run").action, Action::kDeny);
+}
+
+TEST(CommandPattern, Translation) {
+  EXPECT_EQ(commandPatternToRegex("git status*"), "git\\ status(?: .*)?");
+  EXPECT_EQ(commandPatternToRegex("ls *"), "ls\\ .*");
+  EXPECT_EQ(commandPatternToRegex("a?c"), "a.c");
+}
+
+struct BadRuleset {
+  json doc;
+  std::string message;
+};
+
+class RulesetErrors : public ::testing::TestWithParam<BadRuleset> {};
+
+TEST_P(RulesetErrors, NameThePlace) {
+  auto r = Ruleset::fromJson(GetParam().doc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(GetParam().message), std::string::npos)
+      << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, RulesetErrors,
+    ::testing::Values(
+        BadRuleset{{{"default", "deny"},
+                    {"read", {{"rules", {{{"pattern", "src/[ab"}, {"action", "deny"}}}}}}},
+                   "read.rules[0].pattern: invalid glob \"src/[ab\": unclosed '['"},
+        BadRuleset{
+            {{"default", "deny"}, {"read", {{"rules", {{{"regex", "(x"}, {"action", "deny"}}}}}}},
+            "read.rules[0].regex: invalid regex '(x': missing )"},
+        BadRuleset{{{"default", "deny"}, {"delete", {{"default", "allow"}}}},
+                   "delete: unknown property"},
+        BadRuleset{{{"default", "maybe"}}, "ruleset.default: must be one of"},
+        BadRuleset{{{"default", "deny"},
+                    {"write", {{"rules", {{{"pattern", "x"}, {"action", "perhaps"}}}}}}},
+                   "ruleset.write.rules[0].action: must be one of"},
+        BadRuleset{{{"default", "deny"}, {"write", {{"rules", {{{"action", "allow"}}}}}}},
+                   "write.rules[0]: a rule needs exactly one of \"pattern\" or \"regex\""},
+        BadRuleset{{{"read", {{"default", "allow"}}}}, "default: required property is missing"}));
+
+TEST(Presets, AllLoad) {
+  for (std::string_view name : presetNames()) {
+    auto doc = presetJson(name);
+    ASSERT_TRUE(doc.ok()) << name;
+    auto rs = Ruleset::fromJson(*doc);
+    EXPECT_TRUE(rs.ok()) << name << ": " << rs.status().message();
+  }
+  EXPECT_EQ(presetJson("lax").status().message(),
+            "no ruleset preset 'lax' (presets: default, permissive, readonly, strict)");
+}
+
+Ruleset preset(std::string_view name) { return Ruleset::fromJson(*presetJson(name)).value(); }
+
+TEST(Presets, SecretsAreDeniedEverywhereInEveryPreset) {
+  for (std::string_view name : presetNames()) {
+    Ruleset rs = preset(name);
+    for (const char* path :
+         {".env", "app/.env", ".env.local", "deploy/key.pem", "tls/server.key", "id_rsa",
+          "home/.ssh/id_ed25519", ".ssh", ".aws/credentials", ".gnupg/pubring.kbx", ".netrc",
+          "config/credentials.json", "my_secret_notes.txt", "secrets/db.yaml"}) {
+      for (Operation op : {Operation::kRead, Operation::kWrite, Operation::kEdit, Operation::kLs,
+                           Operation::kGlob, Operation::kGrep}) {
+        EXPECT_EQ(rs.decide(op, path).action, Action::kDeny)
+            << name << " " << operationName(op) << " " << path;
+      }
+    }
+    EXPECT_EQ(rs.decide(Operation::kExecute, "cat .env").action, Action::kDeny) << name;
+    EXPECT_EQ(rs.decide(Operation::kExecute, "cat ~/.ssh/id_rsa").action, Action::kDeny) << name;
+    EXPECT_EQ(rs.decide(Operation::kPython, "open('.env').read()").action, Action::kDeny) << name;
+  }
+}
+
+TEST(Presets, Default) {
+  Ruleset rs = preset("default");
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/main.py").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kLs, "src").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kGrep, "").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kWrite, "src/main.py").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kEdit, "src/main.py").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "make").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kPython, "print(1)").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "rm -rf /").action, Action::kDeny);
+}
+
+TEST(Presets, Permissive) {
+  Ruleset rs = preset("permissive");
+  EXPECT_EQ(rs.decide(Operation::kWrite, "src/main.py").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "make test").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kWrite, "/etc/passwd").action, Action::kDeny);
+  for (const char* cmd : {"rm -rf /", "rm -fr /", "rm -r -f /", "rm -rf /*", "rm -rf ~",
+                          "rm -rf ~/", "rm --recursive --force /", "mkfs.ext4 /dev/sda1",
+                          "mkfs /dev/sdb", "dd if=/dev/zero of=/dev/sda", "chmod -R 777 /",
+                          "shutdown -h now", "reboot", ":", "cp image.iso /dev/sdb"}) {
+    EXPECT_EQ(rs.decide(Operation::kExecute, cmd).action, Action::kDeny) << cmd;
+  }
+  EXPECT_EQ(rs.decide(Operation::kExecute, "rm -rf build/").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "dd if=a of=b").action, Action::kAllow);
+}
+
+TEST(Presets, ReadonlyDeniesEveryChange) {
+  Ruleset rs = preset("readonly");
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/main.py").action, Action::kAllow);
+  for (Operation op :
+       {Operation::kWrite, Operation::kEdit, Operation::kExecute, Operation::kPython}) {
+    EXPECT_TRUE(rs.alwaysDenied(op)) << operationName(op);
+  }
+  for (Operation op : {Operation::kRead, Operation::kLs, Operation::kGlob, Operation::kGrep}) {
+    EXPECT_FALSE(rs.alwaysDenied(op)) << operationName(op);
+  }
+}
+
+TEST(Presets, StrictAsksForEverything) {
+  Ruleset rs = preset("strict");
+  for (Operation op :
+       {Operation::kRead, Operation::kWrite, Operation::kEdit, Operation::kLs, Operation::kGlob,
+        Operation::kGrep, Operation::kExecute, Operation::kPython}) {
+    EXPECT_EQ(rs.decide(op, "x").action, Action::kAsk) << operationName(op);
+  }
+  EXPECT_EQ(rs.decide(Operation::kRead, ".env").action, Action::kDeny);
+}
+
+}  // namespace
+}  // namespace byd::permissions
