@@ -6,8 +6,9 @@
 // Launches the server over stdio twice (Local backend on a fresh temp dir, then the State
 // backend seeded from a snapshot file), calls every tool through the SDK's Client and checks
 // the text and structuredContent of each answer. The SDK validates structuredContent against
-// each tool's outputSchema, so a schema mismatch fails the call and the check. Prints one line
-// per check and exits non-zero if any check fails.
+// each tool's outputSchema, so a schema mismatch fails the call and the check. Then checks the
+// permission rulesets (permissions.mjs). Prints one line per check and exits non-zero if any
+// check fails.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -22,6 +23,8 @@ import {
   LoggingMessageNotificationSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+
+import { permissionSuites } from './permissions.mjs';
 
 const DEADLINE_MS = 25_000;
 const TOOL_NAMES = ['ls', 'read_file', 'write_file', 'edit_file', 'glob', 'grep'];
@@ -114,17 +117,41 @@ function assertToolError(result, ...needles) {
 }
 
 // Records the protocol version the Client settles on (the Client hands it to transports that
-// take it, which StdioClientTransport does not).
+// take it, which StdioClientTransport does not), and every message sent and received.
 class RecordingTransport extends StdioClientTransport {
+  sent = [];
+  received = [];
+  #onmessage;
+
   setProtocolVersion(version) {
     this.protocolVersion = version;
   }
+
+  send(message, options) {
+    this.sent.push(message);
+    return super.send(message, options);
+  }
+
+  // The Client installs its handler with `transport.onmessage = ...`; this records on the way.
+  set onmessage(handler) {
+    this.#onmessage = handler;
+  }
+
+  get onmessage() {
+    return this.#onmessage && ((message, extra) => {
+      this.received.push(message);
+      this.#onmessage(message, extra);
+    });
+  }
 }
 
-async function startServer(binary, args, cwd) {
+// Starts the server with `args` plus `--ruleset ruleset` (and `extraArgs`) and connects a
+// Client declaring `capabilities`; `setUp(client)` runs before connecting (request handlers).
+async function startServer(binary, args, cwd,
+  { ruleset = 'permissive', extraArgs = [], capabilities = {}, setUp } = {}) {
   const transport = new RecordingTransport({
     command: binary,
-    args: [...args, '--log-level', 'warn', '--ruleset', 'permissive'],
+    args: [...args, '--log-level', 'warn', '--ruleset', ruleset, ...extraArgs],
     cwd,
     stderr: 'pipe',
   });
@@ -132,11 +159,12 @@ async function startServer(binary, args, cwd) {
   transport.stderr.on('data', (chunk) => {
     serverStderr += chunk.toString();
   });
-  const client = new Client({ name: 'backyard-e2e', version: '1.0.0' }, { capabilities: {} });
+  const client = new Client({ name: 'backyard-e2e', version: '1.0.0' }, { capabilities });
   const logs = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     logs.push(n.params);
   });
+  if (setUp) setUp(client);
   transports.add(transport);
   await client.connect(transport);
   return { client, transport, logs };
@@ -544,6 +572,20 @@ async function main() {
     assert.ok(Buffer.from(saved.files['assets/pixel.png'].content, 'base64').equals(PNG));
     assert.ok(saved.dirs.includes('src') && saved.dirs.includes('assets'), JSON.stringify(saved.dirs));
     assert.deepEqual(fs.readdirSync(stateDir), ['snapshot.json']);
+  });
+
+  // Permission rulesets, on the Local backend.
+  await permissionSuites(binary, {
+    check, mkTemp, startServer, stopServer, textOf, assertOk, assertToolError,
+    setLabel: (label) => {
+      currentLabel = label;
+      return failed;
+    },
+    reportStderr: (label, failedBefore) => {
+      if (failed > failedBefore && serverStderr.trim()) {
+        console.log(`     server stderr (${label}):\n     ${serverStderr.trim().split('\n').join('\n     ')}`);
+      }
+    },
   });
 }
 
