@@ -47,6 +47,9 @@ class Backend {
 
   // Follows symlinks that stay inside the workspace.
   virtual Result<FileInfo> stat(const std::string& key) const = 0;
+  // The key of what `key` names once symlinks are followed ("notes.txt" -> ".env"), so rules
+  // can judge the file really reached. `key` itself when it is no link or does not exist.
+  virtual Result<std::string> realKey(const std::string& key) const { return key; }
   // Entries of a directory (symlinks reported as kSymlink, not followed), in no set order.
   virtual Result<std::vector<FileInfo>> list(const std::string& key) const = 0;
   // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.

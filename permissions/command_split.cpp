@@ -4,64 +4,17 @@
 #include <optional>
 #include <utility>
 
+#include "permissions/shell_lexer.h"
+
 namespace byd::permissions {
 namespace {
 
-// Deeper than any real command line needs; bounded so that hostile input (10k nested parens)
-// cannot exhaust the stack.
-constexpr int kMaxDepth = 16;
 constexpr size_t kNpos = std::string_view::npos;
-// Stands in Word::bare for a character that was quoted or came from an expansion.
-constexpr char kNotBare = '\x01';
-
-// A lexed word. `text` is after quote removal; `bare` has the same length and repeats each
-// character that was unquoted literal text, kNotBare otherwise, because bash recognises
-// keywords, assignments, globs and fd numbers only in unquoted text.
-struct Word {
-  std::string text;
-  std::string bare;
-  bool expands = false;      // its value is not known statically ($x, ${x}, substitutions)
-  bool substitutes = false;  // contains $(...) or backticks
-
-  void add(char c, bool literal) {
-    text += c;
-    bare += literal ? c : kNotBare;
-  }
-  void addExpansion(std::string_view s) {
-    text += s;
-    bare.append(s.size(), kNotBare);
-    expands = true;
-  }
-  bool isBare(std::string_view s) const { return text == s && bare == s; }
-};
-using Words = std::vector<Word>;
 
 // Shared by every parser of one line, including those for substitutions and `sh -c` scripts.
-struct State {
-  SplitResult result;
-  bool aborted = false;  // nesting too deep: stop reading, the line is already uncertain
-
-  void fail(std::string_view reason) {
-    if (!result.certain) return;
-    result.certain = false;
-    result.reason = reason;
-  }
-  bool enter(int depth) {
-    if (depth <= kMaxDepth) return !aborted;
-    fail("too deeply nested");
-    aborted = true;
-    return false;
-  }
+struct State : SplitStatus {
+  std::vector<SimpleCommand> commands;
 };
-
-bool isBlank(char c) { return c == ' ' || c == '\t'; }
-bool isMeta(char c) { return isBlank(c) || std::string_view("\n;&|()<>").find(c) != kNpos; }
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool isNameChar(char c) { return isNameStart(c) || isDigit(c); }
-bool allDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), isDigit);
-}
 
 // Whether `name` is one of the space-separated words of `list`.
 bool listHas(std::string_view list, std::string_view name) {
@@ -74,56 +27,12 @@ bool listHas(std::string_view list, std::string_view name) {
   return false;
 }
 
-bool isAssignment(const Word& w) {
-  const std::string& b = w.bare;
-  if (b.empty() || !isNameStart(b[0])) return false;
-  size_t i = 1;
-  while (i < b.size() && isNameChar(b[i])) ++i;
-  if (i < b.size() && b[i] == '[') {  // array element: a[i]=x
-    i = b.find(']', i);
-    if (i == kNpos) return false;
-    ++i;
-  }
-  if (i < b.size() && b[i] == '+') ++i;
-  return i < b.size() && b[i] == '=';
-}
-
-// `2>file` and `{fd}>file` name the descriptor in front of the operator.
-bool looksLikeFd(const Word& w) {
-  if (w.text != w.bare) return false;
-  if (allDigits(w.text)) return true;
-  return w.text.size() > 2 && w.text.front() == '{' && w.text.back() == '}';
-}
-
-bool hasGlob(std::string_view bare) {
-  if (bare.find_first_of("*?") != kNpos) return true;
-  const size_t open = bare.find('[');
-  return open != kNpos && bare.find(']', open + 1) != kNpos;
-}
-
-// {a,b} and {1..3} expand into several words, so the text would not be what runs.
-bool hasBraceExpansion(std::string_view bare) {
-  const size_t open = bare.find('{');
-  if (open == kNpos) return false;
-  const size_t close = bare.find('}', open);
-  if (close == kNpos) return false;
-  const std::string_view inside = bare.substr(open, close - open);
-  return inside.find(',') != kNpos || inside.find("..") != kNpos;
-}
-
-// \x, \u, octal and \c are missing: rare, and decoding them is easy to get wrong.
-std::optional<char> decodeAnsiEscape(char e) {
-  constexpr std::string_view kEscapes = "ntrabeEfv\\'\"?";
-  constexpr std::string_view kDecoded = "\n\t\r\a\b\x1b\x1b\f\v\\'\"?";
-  const size_t i = kEscapes.find(e);
-  return i == kNpos ? std::nullopt : std::optional<char>(kDecoded[i]);
-}
-
 void emitProgram(Words words, int depth, State& state);
 
-class Parser {
+// Parses the lexer's words into simple commands: lists, pipelines, groups and redirections.
+class Parser : public ShellLexer {
  public:
-  Parser(std::string_view input, State& state) : in_(input), state_(state) {}
+  Parser(std::string_view input, State& state) : ShellLexer(input, state), state_(state) {}
   // Parses commands until the `close` character (')' or '}') or, for '\0', the end of input.
   void parseList(char close, int depth);
 
@@ -132,14 +41,10 @@ class Parser {
   // What a command's first word turned out to be.
   enum class Step { kWord, kSkip, kGroup, kClosed, kEnd };
 
-  bool atEnd() const { return pos_ >= in_.size() || state_.aborted; }
-  char peek(size_t ahead = 0) const { return pos_ + ahead < in_.size() ? in_[pos_ + ahead] : '\0'; }
-  bool atSeparator() const {
-    const char c = peek();
-    return c == ';' || c == '|' || (c == '&' && peek(1) != '>');
+  void parseSubstitution(int depth) override { parseList(')', depth); }
+  void parseScript(std::string_view script, int depth) override {
+    Parser(script, state_).parseList('\0', depth);
   }
-  void skipBlanks();
-  void skipComment();
   void consumeSeparator(bool have_command, bool& pending);
   Outcome parseCommand(char close, int depth);
   Step reservedWord(const Word& w, char close, int depth);
@@ -147,21 +52,8 @@ class Parser {
   void parseFunctionHeader();
   void parseArrayValue(int depth);
   void parseRedirection(int depth);
-  std::string_view readRedirectionOperator();
   void finishCommand(Words words, int depth);
-  Word lexWord(int depth);
-  void lexBackslash(Word& w);
-  void lexSingleQuoted(Word& w);
-  void lexDoubleQuoted(Word& w, int depth);
-  void lexDollar(Word& w, int depth, bool in_double);
-  void lexSubstitution(Word& w, int depth);
-  void lexParameter(Word& w, int depth);
-  void lexArithmeticBracket(int depth);
-  void lexAnsiC(Word& w);
-  void lexBacktick(Word& w, int depth, bool in_double);
 
-  std::string_view in_;
-  size_t pos_ = 0;
   State& state_;
 };
 
@@ -207,30 +99,11 @@ void Parser::parseList(char close, int depth) {
   if (pending) state_.fail("incomplete command");
 }
 
-void Parser::skipBlanks() {
-  while (!atEnd()) {
-    if (isBlank(peek())) {
-      ++pos_;
-    } else if (peek() == '\\' && peek(1) == '\n') {
-      pos_ += 2;
-    } else {
-      break;
-    }
-  }
-}
-
-void Parser::skipComment() {
-  while (!atEnd() && peek() != '\n') ++pos_;
-}
-
 void Parser::consumeSeparator(bool have_command, bool& pending) {
-  const char c = peek();
-  const char next = peek(1);
-  const bool doubled = next == c || (c == '|' && next == '&');
-  pos_ += doubled ? 2 : 1;
+  const std::string_view op = readSeparator();
   // `;;` only ends a case branch; a separator with nothing before it is a syntax error.
-  if (!have_command || (c == ';' && doubled)) state_.fail("syntax error");
-  pending = c == '|' || (c == '&' && doubled);
+  if (!have_command || op == ";;") state_.fail("syntax error");
+  pending = op[0] == '|' || op == "&&";
 }
 
 Parser::Outcome Parser::parseCommand(char close, int depth) {
@@ -349,18 +222,6 @@ void Parser::parseArrayValue(int depth) {
   }
 }
 
-std::string_view Parser::readRedirectionOperator() {
-  constexpr std::string_view kOperators[] = {"&>>", "<<<", "<<-", "&>", "<<", "<>", "<&",
-                                             "<(",  ">>",  ">|",  ">&", ">(", "<",  ">"};
-  for (std::string_view op : kOperators) {
-    if (in_.substr(pos_).starts_with(op)) {
-      pos_ += op.size();
-      return op;
-    }
-  }
-  return {};  // unreachable: the caller saw `<`, `>` or `&>`
-}
-
 void Parser::parseRedirection(int depth) {
   const std::string_view op = readRedirectionOperator();
   if (op == "<(" || op == ">(") {
@@ -391,203 +252,6 @@ void Parser::finishCommand(Words words, int depth) {
     if (hasBraceExpansion(w.bare)) state_.fail("brace expansion");
   }
   emitProgram(std::move(words), depth, state_);
-}
-
-Word Parser::lexWord(int depth) {
-  Word w;
-  while (!atEnd() && !isMeta(peek())) {
-    const char c = peek();
-    if (c == '\\') {
-      lexBackslash(w);
-    } else if (c == '\'') {
-      lexSingleQuoted(w);
-    } else if (c == '"') {
-      lexDoubleQuoted(w, depth);
-    } else if (c == '`') {
-      lexBacktick(w, depth, false);
-    } else if (c == '$') {
-      lexDollar(w, depth, false);
-    } else {
-      w.add(c, true);
-      ++pos_;
-    }
-  }
-  return w;
-}
-
-void Parser::lexBackslash(Word& w) {
-  if (pos_ + 1 >= in_.size()) {
-    state_.fail("line continuation at end");
-    ++pos_;
-    return;
-  }
-  if (peek(1) != '\n') w.add(peek(1), false);
-  pos_ += 2;
-}
-
-void Parser::lexSingleQuoted(Word& w) {
-  size_t end = in_.find('\'', pos_ + 1);
-  if (end == kNpos) {
-    state_.fail("unbalanced quote");
-    end = in_.size();
-  }
-  for (size_t i = pos_ + 1; i < end; ++i) w.add(in_[i], false);
-  pos_ = std::min(end + 1, in_.size());
-}
-
-void Parser::lexDoubleQuoted(Word& w, int depth) {
-  ++pos_;
-  while (!atEnd()) {
-    const char c = peek();
-    if (c == '"') {
-      ++pos_;
-      return;
-    }
-    if (c == '\\' && pos_ + 1 < in_.size() && std::string_view("$`\"\\\n").find(peek(1)) != kNpos) {
-      if (peek(1) != '\n') w.add(peek(1), false);
-      pos_ += 2;
-    } else if (c == '$') {
-      lexDollar(w, depth, true);
-    } else if (c == '`') {
-      lexBacktick(w, depth, true);
-    } else {
-      w.add(c, false);
-      ++pos_;
-    }
-  }
-  state_.fail("unbalanced quote");
-}
-
-void Parser::lexDollar(Word& w, int depth, bool in_double) {
-  const char next = peek(1);
-  if (next == '(') {
-    lexSubstitution(w, depth);
-  } else if (next == '[') {
-    lexArithmeticBracket(depth + 1);
-    w.addExpansion("$[...]");
-  } else if (next == '{') {
-    lexParameter(w, depth + 1);
-  } else if (next == '\'' && !in_double) {
-    lexAnsiC(w);
-  } else if (next == '"' && !in_double) {
-    ++pos_;  // $"..." is a translated string: read it as a plain double-quoted one
-  } else if (isNameStart(next)) {
-    size_t end = pos_ + 1;
-    while (end < in_.size() && isNameChar(in_[end])) ++end;
-    w.addExpansion(in_.substr(pos_, end - pos_));
-    pos_ = end;
-  } else if (isDigit(next) || std::string_view("@*#?$!-").find(next) != kNpos) {
-    w.addExpansion(in_.substr(pos_, 2));
-    pos_ += 2;
-  } else {
-    w.add('$', !in_double);
-    ++pos_;
-  }
-}
-
-void Parser::lexSubstitution(Word& w, int depth) {
-  // $(( is arithmetic; reading it as a substitution of a subshell still finds any $(...) inside.
-  if (peek(2) == '(') state_.fail("arithmetic expansion");
-  pos_ += 2;
-  parseList(')', depth + 1);
-  w.addExpansion(kSubstitutionPlaceholder);
-  w.substitutes = true;
-}
-
-void Parser::lexParameter(Word& w, int depth) {
-  if (!state_.enter(depth)) return;
-  pos_ += 2;
-  std::string text = "${";
-  int nesting = 1;
-  while (!atEnd()) {
-    const char c = peek();
-    if ((c == '$' && std::string_view("([{").find(peek(1)) != kNpos) || c == '`') {
-      Word inner;
-      if (c == '$') {
-        lexDollar(inner, depth, true);
-      } else {
-        lexBacktick(inner, depth, true);
-      }
-      text += inner.text;
-      w.substitutes = w.substitutes || inner.substitutes;
-      continue;
-    }
-    // Quote rules inside ${...} differ between bash versions; do not guess.
-    if (c == '\'' || c == '"') state_.fail("quote inside parameter expansion");
-    const size_t width = (c == '\\' && pos_ + 1 < in_.size()) ? 2 : 1;
-    text += in_.substr(pos_, width);
-    pos_ += width;
-    if (c == '{') ++nesting;
-    if (c == '}' && --nesting == 0) break;
-  }
-  if (nesting > 0) state_.fail("unbalanced brace");
-  w.addExpansion(text);
-}
-
-void Parser::lexArithmeticBracket(int depth) {
-  state_.fail("arithmetic expansion");
-  if (!state_.enter(depth)) return;
-  pos_ += 2;
-  Word scratch;  // arithmetic evaluates subscripts, so substitutions inside still run
-  int nesting = 1;
-  while (!atEnd()) {
-    const char c = peek();
-    if (c == '$') {
-      lexDollar(scratch, depth, true);
-    } else if (c == '`') {
-      lexBacktick(scratch, depth, true);
-    } else {
-      ++pos_;
-      if (c == '[') ++nesting;
-      if (c == ']' && --nesting == 0) return;
-    }
-  }
-}
-
-void Parser::lexAnsiC(Word& w) {
-  pos_ += 2;
-  while (!atEnd()) {
-    const char c = peek();
-    ++pos_;
-    if (c == '\'') return;
-    if (c != '\\') {
-      w.add(c, false);
-    } else if (!atEnd()) {
-      const char e = peek();
-      ++pos_;
-      const std::optional<char> decoded = decodeAnsiEscape(e);
-      if (!decoded) state_.fail("unsupported ANSI-C escape");
-      if (!decoded) w.add('\\', false);
-      w.add(decoded.value_or(e), false);
-    }
-  }
-  state_.fail("unbalanced quote");
-}
-
-void Parser::lexBacktick(Word& w, int depth, bool in_double) {
-  ++pos_;
-  std::string inner;
-  bool closed = false;
-  while (!atEnd()) {
-    const char c = peek();
-    ++pos_;
-    if (c == '`') {
-      closed = true;
-      break;
-    }
-    const char n = peek();
-    const bool escaped = n == '$' || n == '`' || n == '\\' || (in_double && n == '"');
-    if (c == '\\' && escaped) {
-      inner += n;
-      ++pos_;
-    } else {
-      inner += c;
-    }
-  }
-  if (!closed) state_.fail("unbalanced backtick");
-  Parser(inner, state_).parseList('\0', depth + 1);
-  w.addExpansion(kSubstitutionPlaceholder);
-  w.substitutes = true;
 }
 
 // --- What runs: wrappers, shells and the program word ---
@@ -785,7 +449,7 @@ void emitProgram(Words words, int depth, State& state) {
   if (programName(words[0]) == "find") emitFindExec(words, depth, state);
   SimpleCommand command;
   for (Word& w : words) command.words.push_back(std::move(w.text));
-  state.result.commands.push_back(std::move(command));
+  state.commands.push_back(std::move(command));
 }
 
 }  // namespace
@@ -802,7 +466,7 @@ std::string SimpleCommand::text() const {
 SplitResult splitCommandLine(std::string_view line) {
   State state;
   Parser(line, state).parseList('\0', 0);
-  return std::move(state.result);
+  return {std::move(state.commands), state.certain, std::move(state.reason)};
 }
 
 }  // namespace byd::permissions

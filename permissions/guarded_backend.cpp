@@ -2,18 +2,34 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 namespace byd::permissions {
 
 Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
   BYD_ASSIGN_OR_RETURN(std::string key, inner_.normalize(user_path));
   BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
+  // Through a symlink, the file reached must not be one the rules deny for this operation.
+  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
+  if (real != key && guard_.decide(op_, real).action == Action::kDeny) {
+    return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
+                            ": it leads to " + displayTarget(real) + ", which the rules deny");
+  }
   return key;
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
-  if (!guard_.hidesFromListings(key)) return okStatus();
-  // Say why in the words of the read rule that denies it.
-  return guard_.check(Operation::kRead, key, nullptr);
+  if (guard_.hidesFromListings(key)) {
+    // Say why in the words of the read rule that denies it.
+    return guard_.check(Operation::kRead, key, nullptr);
+  }
+  // A symlink must not reach what its own name would not ("notes.txt" -> ".env").
+  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
+  if (real != key && guard_.hidesFromListings(real)) {
+    return permissionDenied("read denied for " + displayTarget(key) + ": it leads to " +
+                            displayTarget(real) + ", which the rules deny");
+  }
+  return okStatus();
 }
 
 Result<FileInfo> GuardedBackend::stat(const std::string& key) const {
@@ -25,8 +41,12 @@ Result<std::vector<FileInfo>> GuardedBackend::list(const std::string& key) const
   BYD_RETURN_IF_ERROR(checkRead(key));
   BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, inner_.list(key));
   const size_t before = entries.size();
-  std::erase_if(entries,
-                [&](const FileInfo& e) { return guard_.hidesFromListings(joinKey(key, e.name)); });
+  std::erase_if(entries, [&](const FileInfo& e) {
+    const std::string child = joinKey(key, e.name);
+    if (!guard_.hidesFromListings(child)) return false;
+    spdlog::debug("permission: {} hidden from a listing (read denied)", displayTarget(child));
+    return true;
+  });
   hidden_ += before - entries.size();
   return entries;
 }

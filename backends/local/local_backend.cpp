@@ -322,6 +322,21 @@ Result<std::string> LocalBackend::normalize(std::string_view user_path) const {
   return loc.key;
 }
 
+Result<std::string> LocalBackend::realKey(const std::string& key) const {
+  BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
+  auto fd = loc.resolver->open(loc.rel, O_PATH);
+  if (!fd.ok())
+    return fd.status().code() == Code::kNotFound ? Result<std::string>(key) : fd.status();
+  // The kernel's name for the opened file: our own descriptor's link in /proc, read, never
+  // followed. It lies beneath the resolver's directory, since the open was beneath it.
+  std::string real;
+  const std::string link = "/proc/self/fd/" + std::to_string(fd->get());
+  if (readLinkAt(AT_FDCWD, link.c_str(), &real) != 0) return key;
+  std::string rest;
+  if (stripDirPrefix(real, loc.resolver->dir(), &rest)) return loc.resolver->keyOf(rest);
+  return key;
+}
+
 Result<FileInfo> LocalBackend::stat(const std::string& key) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   BYD_ASSIGN_OR_RETURN(UniqueFd fd, loc.resolver->open(loc.rel, O_PATH));

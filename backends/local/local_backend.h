@@ -30,6 +30,7 @@ class LocalBackend : public Backend {
   Result<std::string> normalize(std::string_view user_path) const override;
 
   Result<FileInfo> stat(const std::string& key) const override;
+  Result<std::string> realKey(const std::string& key) const override;
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;

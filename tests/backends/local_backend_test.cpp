@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <string>
@@ -591,6 +592,20 @@ TEST_P(LocalBackendTest, AllowedDirectoryEscapesAreRefused) {
               "'" + sibling + "' is outside the workspace");
   EXPECT_EQ(tmp_.read("outside/secret.txt"), "secret");
   EXPECT_EQ(tmp_.read("ws/hello.txt"), "hello world");
+}
+
+TEST_P(LocalBackendTest, RealKeyFollowsLinksInside) {
+  std::ofstream(ws_ / ".env") << "KEY=1";
+  fs::create_directories(ws_ / "sub");
+  fs::create_symlink(".env", ws_ / "notes.txt");
+  fs::create_symlink("../.env", ws_ / "sub" / "deep");
+  fs::create_symlink("sub", ws_ / "dirlink");
+  EXPECT_EQ(backend_->realKey("notes.txt").value(), ".env");
+  EXPECT_EQ(backend_->realKey("sub/deep").value(), ".env");
+  EXPECT_EQ(backend_->realKey("dirlink/deep").value(), ".env");
+  EXPECT_EQ(backend_->realKey(".env").value(), ".env");
+  EXPECT_EQ(backend_->realKey("missing.txt").value(), "missing.txt");
+  EXPECT_EQ(backend_->realKey("").value(), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, LocalBackendTest,

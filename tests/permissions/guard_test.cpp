@@ -146,3 +146,33 @@ TEST(GuardedBackend, MainTargetIsCheckedInNormalize) {
 
 }  // namespace
 }  // namespace byd::permissions
+
+namespace byd::permissions {
+namespace {
+
+// A backend where "notes.txt" is a symlink to ".env".
+class LinkingBackend : public StateBackend {
+ public:
+  Result<std::string> realKey(const std::string& key) const override {
+    return key == "notes.txt" ? std::string(".env") : key;
+  }
+};
+
+TEST(GuardedBackend, SymlinkToASecretIsDenied) {
+  LinkingBackend state;
+  ASSERT_TRUE(state.write("notes.txt", "API_KEY=1", WriteMode::kOverwrite).ok());
+  Guard g = guardFor(*presetJson("permissive"));
+  GuardedBackend reader(state, g, Operation::kRead, nullptr);
+  auto key = reader.normalize("notes.txt");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message(),
+            "read denied for 'notes.txt': it leads to '.env', which the rules deny");
+  GuardedBackend grep(state, g, Operation::kGrep, nullptr);
+  EXPECT_EQ(grep.readStream("notes.txt", 1024, [](std::string_view) { return true; }).message(),
+            "read denied for 'notes.txt': it leads to '.env', which the rules deny");
+  GuardedBackend writer(state, g, Operation::kWrite, nullptr);
+  EXPECT_FALSE(writer.normalize("notes.txt").ok());
+}
+
+}  // namespace
+}  // namespace byd::permissions
