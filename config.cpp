@@ -86,6 +86,8 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   }
   if (doc.contains("ask_fallback")) c.ask_fallback = doc["ask_fallback"].get<std::string>();
   if (doc.contains("ask_timeout_s")) c.ask_timeout_s = doc["ask_timeout_s"].get<double>();
+  if (doc.contains("sandbox")) c.sandbox = doc["sandbox"].get<std::string>();
+  if (doc.contains("max_timeout_s")) c.limits.max_timeout_s = doc["max_timeout_s"].get<int64_t>();
   return okStatus();
 }
 
@@ -129,6 +131,26 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
       ->check(CLI::Range(1.0, 3600.0));
   app.add_flag("--print-ruleset", flags.print_ruleset,
                "Print the effective ruleset as JSON and exit");
+  app.add_option("--sandbox", flags.sandbox,
+                 "How execute runs commands: bwrap (namespaces, seccomp; the default) or none "
+                 "(no isolation)")
+      ->check(CLI::IsMember({"bwrap", "none"}));
+  app.add_option("--max-timeout", flags.limits.max_timeout_s,
+                 "Longest timeout_s execute accepts, in seconds (default 600)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  app.add_option("--max-output-bytes", flags.limits.max_output_bytes,
+                 "execute cuts stdout and stderr each at this many bytes (default 100 KiB)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app.add_option("--memory-limit", flags.sandbox_limits.memory_bytes,
+                 "Memory of a sandboxed command, bytes (default 1 GiB; 0: none)");
+  app.add_option("--process-limit", flags.sandbox_limits.processes,
+                 "Processes of a sandboxed command (default 256; 0: none)");
+  app.add_option("--file-size-limit", flags.sandbox_limits.file_size_bytes,
+                 "Largest file a sandboxed command may write, bytes (default 1 GiB; 0: none)");
+  app.add_option("--open-files-limit", flags.sandbox_limits.open_files,
+                 "Open files of a sandboxed command (default 1024)");
+  app.add_option("--cpu-limit", flags.sandbox_limits.cpu_seconds,
+                 "CPU seconds of a sandboxed command (default 0: only the wall-clock timeout)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -164,6 +186,16 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--ask-fallback")) c.ask_fallback = flags.ask_fallback;
   if (given("--ask-timeout")) c.ask_timeout_s = flags.ask_timeout_s;
   c.print_ruleset = flags.print_ruleset;
+  if (given("--sandbox")) c.sandbox = flags.sandbox;
+  if (given("--max-timeout")) c.limits.max_timeout_s = flags.limits.max_timeout_s;
+  if (given("--max-output-bytes")) c.limits.max_output_bytes = flags.limits.max_output_bytes;
+  if (given("--memory-limit")) c.sandbox_limits.memory_bytes = flags.sandbox_limits.memory_bytes;
+  if (given("--process-limit")) c.sandbox_limits.processes = flags.sandbox_limits.processes;
+  if (given("--file-size-limit")) {
+    c.sandbox_limits.file_size_bytes = flags.sandbox_limits.file_size_bytes;
+  }
+  if (given("--open-files-limit")) c.sandbox_limits.open_files = flags.sandbox_limits.open_files;
+  if (given("--cpu-limit")) c.sandbox_limits.cpu_seconds = flags.sandbox_limits.cpu_seconds;
 
   if (c.backend == "local") {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));

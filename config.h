@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/local/sandbox.h"
 #include "common/result.h"
 #include "permissions/ruleset.h"
 #include "tools/tool.h"
@@ -27,6 +28,8 @@ struct Config {
   std::string ask_fallback = "deny";
   double ask_timeout_s = 120;
   bool print_ruleset = false;
+  std::string sandbox = "bwrap";  // or "none"
+  SandboxLimits sandbox_limits;
 };
 
 // What main() should do after parsing.

@@ -42,6 +42,7 @@ struct OpenedBackend {
   std::unique_ptr<byd::Backend> backend;
   byd::StateBackend* state = nullptr;  // set when the backend is State
   std::string description;
+  std::string sandbox_note;  // said in instructions when commands run unsandboxed
 };
 
 byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
@@ -55,6 +56,21 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
     return out;
   }
   BYD_ASSIGN_OR_RETURN(auto local, byd::LocalBackend::open(c.root, c.allow));
+  byd::SandboxOptions options;
+  options.isolate = c.sandbox != "none";
+  options.limits = c.sandbox_limits;
+  auto sandbox = byd::Sandbox::create(local->writableDirs(), options);
+  if (sandbox.ok()) {
+    spdlog::info("sandbox: {}", (*sandbox)->layers());
+    if (!options.isolate) {
+      spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
+      out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
+    }
+    local->setSandbox(std::move(*sandbox));
+  } else {
+    spdlog::warn("execute is unavailable: {}", sandbox.status().message());
+    local->setSandbox(nullptr, sandbox.status().message());
+  }
   out.backend = std::move(local);
   out.description = "the local directory " + out.backend->root();
   for (const std::string& dir : c.allow) out.description += " (also " + dir + ")";
@@ -78,7 +94,7 @@ std::string instructions(const OpenedBackend& b, const byd::permissions::Guard& 
          "' permission ruleset. " + rules.json().value("description", std::string()) +
          " Paths are relative to the workspace root (" + b.backend->root() +
          "); absolute paths inside it also work. Tools: " + toolNames(guard) +
-         ". Use ls, glob and grep to explore, and read a file before you edit it.";
+         ". Use ls, glob and grep to explore, and read a file before you edit it." + b.sandbox_note;
 }
 
 }  // namespace

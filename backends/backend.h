@@ -5,12 +5,14 @@
 // know nothing of MCP, tools or permissions. Implementations are safe to call from several
 // threads at once.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/cancel.h"
 #include "common/result.h"
 
 namespace byd {
@@ -31,6 +33,27 @@ enum class WriteMode { kOverwrite, kCreate, kAppend };
 struct WriteOutcome {
   bool created = false;  // the file did not exist before
   uint64_t size = 0;     // file size after the write
+};
+
+// A shell command to run in the workspace.
+struct ExecRequest {
+  std::string command;
+  std::string cwd;                                       // key of a directory
+  std::vector<std::pair<std::string, std::string>> env;  // added to a small clean environment
+  std::string stdin_data;
+  std::chrono::milliseconds timeout{120000};
+  size_t max_output = 100 * 1024;  // per stream
+  // Called about once a second with the latest complete output line.
+  std::function<void(std::string_view line)> on_progress;
+};
+
+struct ExecResult {
+  std::string stdout_data, stderr_data;
+  bool stdout_truncated = false, stderr_truncated = false;
+  int exit_code = -1;  // as a shell reports it: 128+N when signal N ended the command
+  bool timed_out = false;
+  bool cancelled = false;
+  double duration_ms = 0;
 };
 
 class Backend {
@@ -60,6 +83,15 @@ class Backend {
   // The default reads chunk by chunk through read(); backends override it to open once.
   virtual Status readStream(const std::string& key, size_t chunk_bytes,
                             const std::function<bool(std::string_view)>& sink) const;
+  // Whether execute() is offered at all (State has no processes).
+  virtual bool canExecute() const { return false; }
+  // Runs a command; a non-zero exit is a result, not an error. Errors: the command could not
+  // be started (no sandbox, bad cwd). Cancellation kills it and sets `cancelled`.
+  virtual Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const {
+    (void)request;
+    (void)cancel;
+    return unimplemented("this backend cannot run commands");
+  }
   // Atomically replaces (or creates, or appends to) a regular file; creates parent directories;
   // keeps an existing file's permission bits.
   virtual Result<WriteOutcome> write(const std::string& key, std::string_view data,

@@ -69,6 +69,12 @@ Result<CallToolParams> parseCallTool(const json& params) {
     if (!args->is_object()) return invalidArgument("arguments must be an object");
     p.arguments = *args;
   }
+  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    if (auto token = meta->find("progressToken");
+        token != meta->end() && (token->is_string() || token->is_number_integer())) {
+      p.progress_token = *token;
+    }
+  }
   return p;
 }
 

@@ -39,6 +39,7 @@ struct ListToolsParams {
 struct CallToolParams {
   std::string name;
   json arguments = json::object();
+  json progress_token;  // params._meta.progressToken, null when absent
 };
 
 struct SetLevelParams {

@@ -239,8 +239,20 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
   const Tool* tool = findTool(p.name);
   if (tool == nullptr) return invalidArgument("unknown tool: " + p.name);
   const bool structured = atLeast(protocolVersion(), "2025-06-18");
+  if (tool->spec->operation == "execute" && !backend_.canExecute()) {
+    return invalidArgument("unknown tool: " + p.name);
+  }
+  // With a progressToken, long calls report progress as notifications/progress.
+  std::function<void(double, std::string)> progress;
+  if (!p.progress_token.is_null()) {
+    progress = [this, token_id = p.progress_token](double value, std::string message) {
+      json params = {{"progressToken", token_id}, {"progress", value}};
+      if (!message.empty()) params["message"] = std::move(message);
+      transport_.send(makeNotification("notifications/progress", std::move(params)));
+    };
+  }
   if (guard_ == nullptr) {
-    ToolContext ctx{backend_, limits_, token};
+    ToolContext ctx{backend_, limits_, token, nullptr, progress};
     return callTool(*tool, p.arguments, ctx, structured);
   }
   const auto op = permissions::parseOperation(tool->spec->operation);
@@ -252,11 +264,12 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
   }
   mcp::ElicitingApprover approver(client_requests_, elicitation, options_.ask_timeout, token);
   permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver);
-  ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }};
+  ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }, progress};
   return callTool(*tool, p.arguments, ctx, structured);
 }
 
 bool Server::toolVisible(const Tool& tool) const {
+  if (tool.spec->operation == "execute" && !backend_.canExecute()) return false;
   if (guard_ == nullptr) return true;
   const auto op = permissions::parseOperation(tool.spec->operation);
   return op && !guard_->hidden(*op);

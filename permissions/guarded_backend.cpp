@@ -8,6 +8,12 @@ namespace byd::permissions {
 
 Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
   BYD_ASSIGN_OR_RETURN(std::string key, inner_.normalize(user_path));
+  // For execute and python the target is the command or code, checked where it runs; a path
+  // they name (the working directory) must only not be hidden.
+  if (op_ == Operation::kExecute || op_ == Operation::kPython) {
+    BYD_RETURN_IF_ERROR(checkRead(key));
+    return key;
+  }
   BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
   // Through a symlink, the file reached must not be one the rules deny for this operation.
   BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
@@ -70,6 +76,12 @@ Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_v
     BYD_RETURN_IF_ERROR(guard_.check(op_, key, nullptr));
   }
   return inner_.write(key, data, mode);
+}
+
+Result<ExecResult> GuardedBackend::execute(const ExecRequest& request,
+                                           const CancelToken& cancel) const {
+  BYD_RETURN_IF_ERROR(guard_.check(Operation::kExecute, request.command, approver_));
+  return inner_.execute(request, cancel);
 }
 
 }  // namespace byd::permissions

@@ -30,6 +30,9 @@ class GuardedBackend : public Backend {
                     const std::function<bool(std::string_view)>& sink) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  bool canExecute() const override { return inner_.canExecute(); }
+  // The command line is the target: checked (and asked about) here.
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
 
   // Entries that listings dropped so far.
   size_t hiddenCount() const { return hidden_.load(); }

@@ -18,12 +18,14 @@ extern const ToolSpec kWriteFileTool;
 extern const ToolSpec kEditFileTool;
 extern const ToolSpec kGlobTool;
 extern const ToolSpec kGrepTool;
+extern const ToolSpec kExecuteTool;
 
 namespace {
 
 // The table. Order is the order of tools/list.
-constexpr std::array<const ToolSpec*, 6> kSpecs = {
-    &kLsTool, &kReadFileTool, &kWriteFileTool, &kEditFileTool, &kGlobTool, &kGrepTool,
+constexpr std::array<const ToolSpec*, 7> kSpecs = {
+    &kLsTool,   &kReadFileTool, &kWriteFileTool, &kEditFileTool,
+    &kGlobTool, &kGrepTool,     &kExecuteTool,
 };
 
 const nlohmann::json* schemaFor(std::string_view name, std::string_view which) {

@@ -25,6 +25,8 @@ struct Limits {
   uint64_t max_text_bytes = 100 * 1024;        // a text result is cut here, with a note
   uint64_t max_read_bytes = 10 * 1024 * 1024;  // largest file read_file/edit_file will load
   size_t max_results = 1000;                   // glob, grep and ls stop here
+  int64_t max_timeout_s = 600;                 // execute's timeout_s cannot exceed this
+  size_t max_output_bytes = 100 * 1024;        // execute's stdout and stderr are each cut here
 };
 
 struct ToolContext {
@@ -34,6 +36,9 @@ struct ToolContext {
   // How many entries the permission rules have hidden from listings so far (ls, glob and grep
   // report it); empty when no rules apply.
   std::function<size_t()> hidden = nullptr;
+  // Reports progress of a long call (progress so far, a message); empty when the client did
+  // not ask for progress.
+  std::function<void(double progress, std::string message)> progress = nullptr;
 };
 
 // The note listings add when the permission rules hid entries ("" when none were).

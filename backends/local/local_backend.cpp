@@ -433,4 +433,38 @@ Result<WriteOutcome> LocalBackend::write(const std::string& key, std::string_vie
   return replaceAtomically(target, existing, data, mode == WriteMode::kCreate, loc.key);
 }
 
+void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not) {
+  sandbox_ = std::move(sandbox);
+  sandbox_unavailable_ = std::move(why_not);
+}
+
+std::vector<std::string> LocalBackend::writableDirs() const {
+  std::vector<std::string> dirs = {root_.dir()};
+  for (const PathResolver& resolver : allowed_) dirs.push_back(resolver.dir());
+  return dirs;
+}
+
+Result<ExecResult> LocalBackend::execute(const ExecRequest& request,
+                                         const CancelToken& cancel) const {
+  if (!sandbox_) {
+    return failedPrecondition("commands cannot run: " + (sandbox_unavailable_.empty()
+                                                             ? std::string("no sandbox")
+                                                             : sandbox_unavailable_));
+  }
+  BYD_ASSIGN_OR_RETURN(Location loc, locate(request.cwd));
+  BYD_ASSIGN_OR_RETURN(FileInfo info, stat(request.cwd));
+  if (info.type != FileType::kDir) return invalidArgument(quote(loc.key) + " is not a directory");
+  RunRequest run;
+  static const std::string shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+  run.argv = {shell, "-c", request.command};
+  run.cwd = loc.resolver->dir() + (loc.rel.empty() ? "" : "/" + loc.rel);
+  run.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
+  for (const auto& [name, value] : request.env) run.env.push_back(name + "=" + value);
+  run.stdin_data = request.stdin_data;
+  run.timeout = request.timeout;
+  run.max_output = request.max_output;
+  run.on_progress = request.on_progress;
+  return sandbox_->run(run, cancel);
+}
+
 }  // namespace byd

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "backends/local/path_resolver.h"
+#include "backends/local/sandbox.h"
 
 namespace byd {
 
@@ -36,6 +37,14 @@ class LocalBackend : public Backend {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  bool canExecute() const override { return true; }
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
+  // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and
+  // says why.
+  void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "");
+  // Every directory a sandboxed process may write: the root and the --allow directories.
+  std::vector<std::string> writableDirs() const;
+
   Status readStream(const std::string& key, size_t chunk_bytes,
                     const std::function<bool(std::string_view)>& sink) const override;
 
@@ -55,6 +64,8 @@ class LocalBackend : public Backend {
 
   PathResolver root_;
   std::vector<PathResolver> allowed_;
+  std::unique_ptr<Sandbox> sandbox_;
+  std::string sandbox_unavailable_;
 };
 
 }  // namespace byd

@@ -228,10 +228,12 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     assert.deepEqual(await client.ping(), {});
   });
 
-  await check('tools/list: all 6 tools with schemas, title and annotations', async () => {
+  // execute exists only where commands can run: the Local backend.
+  const expectedTools = label === 'local' ? [...TOOL_NAMES, 'execute'] : TOOL_NAMES;
+  await check(`tools/list: all ${expectedTools.length} tools with schemas, title and annotations`, async () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
-    assert.deepEqual(tools.map((t) => t.name), TOOL_NAMES);
+    assert.deepEqual(tools.map((t) => t.name), expectedTools);
     for (const t of tools) {
       assert.equal(t.inputSchema?.type, 'object', `${t.name} inputSchema`);
       assert.equal(t.outputSchema?.type, 'object', `${t.name} outputSchema`);
@@ -247,7 +249,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
       assert.equal(a.openWorldHint, false);
     }
     // The SDK compiled each outputSchema and checks every callTool result against it.
-    for (const name of TOOL_NAMES) {
+    for (const name of expectedTools) {
       const validate = client.getToolOutputValidator(name);
       assert.equal(typeof validate, 'function', `no output validator for ${name}`);
       assert.equal(validate({}).valid, false, `${name}'s validator accepts {}`);
@@ -256,6 +258,22 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     assert.deepEqual(byName.read_file.inputSchema.required, ['path']);
     assert.deepEqual(byName.edit_file.inputSchema.required, ['path', 'old_string', 'new_string']);
   });
+
+  if (label === 'local') {
+    await check('execute runs a command in the sandbox, with progress', async () => {
+      const seen = [];
+      const r = await client.callTool(
+        { name: 'execute', arguments: { command: 'echo line1; sleep 0.6; echo line2; sleep 0.6; echo line3; sleep 0.6; echo err >&2; exit 4' } },
+        undefined, { onprogress: (p) => seen.push(p) });
+      assertOk(r);
+      assert.equal(r.structuredContent.stdout, 'line1\nline2\nline3\n');
+      assert.equal(r.structuredContent.stderr, 'err\n');
+      assert.equal(r.structuredContent.exit_code, 4);
+      assert.equal(r.structuredContent.timed_out, false);
+      assert.ok(seen.length >= 1, 'no progress notification arrived');
+      assert.match(seen[seen.length - 1].message ?? '', /^line/);
+    });
+  }
 
   const body = 'alpha\nbeta\ngamma\n';
   await check('write_file creates a file', async () => {

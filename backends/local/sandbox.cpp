@@ -1,0 +1,386 @@
+#include "backends/local/sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "backends/local/sandbox_cgroup.h"
+
+namespace byd {
+namespace {
+
+// System calls a sandboxed program has no business making; refused with EPERM.
+constexpr const char* kDeniedSyscalls[] = {"ptrace",
+                                           "process_vm_readv",
+                                           "process_vm_writev",
+                                           "mount",
+                                           "umount2",
+                                           "unshare",
+                                           "setns",
+                                           "keyctl",
+                                           "add_key",
+                                           "request_key",
+                                           "bpf",
+                                           "perf_event_open",
+                                           "kexec_load",
+                                           "kexec_file_load",
+                                           "init_module",
+                                           "finit_module",
+                                           "delete_module",
+                                           "io_uring_setup",
+                                           "io_uring_enter",
+                                           "io_uring_register",
+                                           "pivot_root",
+                                           "chroot",
+                                           "swapon",
+                                           "swapoff",
+                                           "reboot",
+                                           "open_by_handle_at",
+                                           "userfaultfd"};
+
+Result<std::vector<char>> compileSeccomp() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr) return internalError("seccomp_init failed");
+  int rc = 0;
+  for (const char* name : kDeniedSyscalls) {
+    const int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+  }
+  // TIOCSTI pushes input into a terminal; TIOCLINUX can do the same on a console.
+  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI), 0x541CUL /*TIOCLINUX*/}) {
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, request));
+  }
+  // New user namespaces through clone() would undo the filter's point.
+  rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                         SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+  rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  if (rc != 0) {
+    seccomp_release(ctx);
+    return internalError("building the seccomp filter failed");
+  }
+  const int fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
+  std::vector<char> bpf;
+  if (fd >= 0 && seccomp_export_bpf(ctx, fd) == 0) {
+    const off_t size = lseek(fd, 0, SEEK_END);
+    bpf.resize(size > 0 ? size : 0);
+    if (pread(fd, bpf.data(), bpf.size(), 0) != static_cast<ssize_t>(bpf.size())) bpf.clear();
+  }
+  if (fd >= 0) close(fd);
+  seccomp_release(ctx);
+  if (bpf.empty()) return internalError("exporting the seccomp filter failed");
+  return bpf;
+}
+
+bool isSymlink(const char* path) {
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+Sandbox::Sandbox(std::vector<std::string> writable, SandboxOptions options)
+    : writable_(std::move(writable)), options_(std::move(options)) {}
+
+Sandbox::~Sandbox() = default;
+
+Result<std::unique_ptr<Sandbox>> Sandbox::create(std::vector<std::string> writable,
+                                                 SandboxOptions options) {
+  std::unique_ptr<Sandbox> box(new Sandbox(std::move(writable), std::move(options)));
+  BYD_RETURN_IF_ERROR(box->prepare());
+  return box;
+}
+
+Status Sandbox::prepare() {
+  std::vector<std::string> layers;
+  if (options_.isolate) {
+    if (access(options_.bwrap.c_str(), X_OK) != 0) {
+      return failedPrecondition("bubblewrap (" + options_.bwrap +
+                                ") is not installed; install the bubblewrap package, or start "
+                                "with --sandbox none to run commands without isolation");
+    }
+    BYD_ASSIGN_OR_RETURN(seccomp_bpf_, compileSeccomp());
+    RunRequest probe;
+    probe.argv = {"/bin/sh", "-c", "exit 0"};
+    probe.cwd = "/";
+    probe.env = {"PATH=/usr/bin:/bin"};
+    probe.timeout = std::chrono::seconds(10);
+    auto r = run(probe, CancelToken());
+    if (!r.ok() || r->exit_code != 0) {
+      return failedPrecondition("the kernel refused the sandbox's namespaces (" +
+                                (r.ok() ? r->stderr_data.substr(0, 200) : r.status().message()) +
+                                "); start with --sandbox none to run commands without isolation");
+    }
+    layers = {"namespaces (user, mount, pid, net, ipc, uts)", "no capabilities", "no_new_privs",
+              "seccomp"};
+  } else {
+    layers = {"NO ISOLATION (--sandbox none)"};
+  }
+  cgroups_ = CgroupSet::create(options_.limits);
+  layers.push_back(cgroups_->describe());
+  layers.push_back("rlimits");
+  layers.push_back("Landlock not used");
+  for (size_t i = 0; i < layers.size(); ++i) layers_ += (i ? ", " : "") + layers[i];
+  return okStatus();
+}
+
+std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int seccomp_fd) const {
+  if (!options_.isolate) return request.argv;
+  std::vector<std::string> a = {options_.bwrap,
+                                "--unshare-user",
+                                "--unshare-ipc",
+                                "--unshare-pid",
+                                "--unshare-net",
+                                "--unshare-uts",
+                                "--unshare-cgroup-try",
+                                "--uid",
+                                "1000",
+                                "--gid",
+                                "1000",
+                                "--hostname",
+                                "sandbox",
+                                "--die-with-parent",
+                                "--new-session",
+                                "--cap-drop",
+                                "ALL",
+                                "--ro-bind",
+                                "/usr",
+                                "/usr"};
+  // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
+  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    char target[256];
+    const ssize_t n = isSymlink(dir) ? readlink(dir, target, sizeof target - 1) : -1;
+    if (n > 0) {
+      a.insert(a.end(), {"--symlink", std::string(target, n), dir});
+    } else if (access(dir, F_OK) == 0) {
+      a.insert(a.end(), {"--ro-bind", dir, dir});
+    }
+  }
+  // The parts of /etc a shell and Python need; nothing with secrets (no shadow, no ssh).
+  for (const char* path :
+       {"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives", "/etc/bash.bashrc",
+        "/etc/profile", "/etc/inputrc", "/etc/mime.types", "/etc/matplotlibrc", "/etc/fonts",
+        "/etc/ssl/openssl.cnf", "/etc/python3", "/etc/python3.11"}) {
+    a.insert(a.end(), {"--ro-bind-try", path, path});
+  }
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"});
+  for (const std::string& dir : writable_) a.insert(a.end(), {"--bind", dir, dir});
+  // The sandbox's own root (where /etc and the mount points live) becomes read-only too: only
+  // the workspace and /tmp, which are mounts of their own, stay writable.
+  a.insert(a.end(), {"--remount-ro", "/"});
+  a.insert(a.end(), {"--chdir", request.cwd});
+  if (seccomp_fd >= 0) a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
+  a.push_back("--");
+  a.insert(a.end(), request.argv.begin(), request.argv.end());
+  return a;
+}
+
+namespace {
+
+// Everything the child needs, prepared before fork: after fork in a threaded program only
+// async-signal-safe calls are allowed.
+struct ChildSetup {
+  std::vector<std::string> argv_storage, env_storage;
+  std::vector<char*> argv, envp;
+  int stdin_fd, stdout_fd, stderr_fd, seccomp_fd;
+  const std::vector<int>* cgroup_fds;
+  std::vector<std::pair<int, rlim_t>> rlimits;
+  const char* chdir_to;  // --sandbox none only
+};
+
+[[noreturn]] void childMain(const ChildSetup& s) {
+  for (int fd : *s.cgroup_fds) {
+    [[maybe_unused]] ssize_t n = write(fd, "0", 1);  // "0": the writing process joins
+  }
+  for (const auto& [resource, value] : s.rlimits) {
+    const rlimit limit{value, value};
+    setrlimit(resource, &limit);
+  }
+  setsid();  // its own session: no controlling terminal to inject into, one group to kill
+  dup2(s.stdin_fd, STDIN_FILENO);
+  dup2(s.stdout_fd, STDOUT_FILENO);
+  dup2(s.stderr_fd, STDERR_FILENO);
+  if (s.seccomp_fd >= 0) fcntl(s.seccomp_fd, F_SETFD, 0);  // bwrap reads it after exec
+  if (s.chdir_to != nullptr && chdir(s.chdir_to) != 0) _exit(126);
+  execve(s.argv[0], s.argv.data(), s.envp.data());
+  _exit(127);
+}
+
+void toCStrings(std::vector<std::string>& storage, std::vector<char*>& out) {
+  for (std::string& s : storage) out.push_back(s.data());
+  out.push_back(nullptr);
+}
+
+// Reads what is available from `fd` into `sink` (up to `cap` kept), tracking the tail.
+bool pump(int fd, std::string& sink, size_t cap, bool& truncated, std::string& tail) {
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      const size_t keep = sink.size() < cap ? std::min<size_t>(n, cap - sink.size()) : 0;
+      sink.append(buf, keep);
+      truncated |= keep < static_cast<size_t>(n);
+      tail.append(buf, n);
+      if (tail.size() > 8192) tail.erase(0, tail.size() - 4096);
+      continue;
+    }
+    if (n == 0) return false;  // EOF
+    return errno == EAGAIN || errno == EINTR;
+  }
+}
+
+std::string lastLine(const std::string& tail) {
+  const size_t end = tail.rfind('\n');
+  if (end == std::string::npos) return "";
+  const size_t begin = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
+  return tail.substr(begin == std::string::npos ? 0 : begin + 1,
+                     end - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+}  // namespace
+
+// Feeds stdin, drains stdout and stderr to the end, enforces the deadline and cancellation
+// (SIGTERM, then SIGKILL to the launcher and everything in its groups after a grace period),
+// and reports progress. Closes the three descriptors.
+static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const RunRequest& request,
+                           const CancelToken& cancel, const CgroupRun& cgroup,
+                           std::chrono::steady_clock::time_point start) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kGrace = std::chrono::milliseconds(500);
+  RunResult r;
+  for (int fd : {stdin_w, out_r, err_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  bool out_open = true, err_open = true, exited = false, in_open = !request.stdin_data.empty();
+  if (!in_open) close(stdin_w);
+  size_t in_off = 0;
+  int status = 0;
+  std::string tail;
+  const auto deadline = start + request.timeout;
+  auto kill_at = Clock::time_point::max(), drain_until = Clock::time_point::max();
+  auto next_progress = start + std::chrono::seconds(1);
+  while (out_open || err_open || !exited) {
+    const auto now = Clock::now();
+    if (!exited && kill_at == Clock::time_point::max() && (now >= deadline || cancel.cancelled())) {
+      (now >= deadline ? r.timed_out : r.cancelled) = true;
+      kill(pid, SIGTERM);
+      kill_at = now + kGrace;
+    }
+    if (!exited && now >= kill_at) {
+      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
+      cgroup.killAll();
+    }
+    // Without a pid namespace (--sandbox none) a background child may hold the pipes open.
+    if (exited && drain_until == Clock::time_point::max()) drain_until = now + kGrace;
+    if (exited && now >= drain_until) break;
+    if (request.on_progress && now >= next_progress) {
+      request.on_progress(lastLine(tail));
+      next_progress = now + std::chrono::seconds(1);
+    }
+    pollfd fds[4] = {{out_open ? out_r : -1, POLLIN, 0},
+                     {err_open ? err_r : -1, POLLIN, 0},
+                     {in_open ? stdin_w : -1, POLLOUT, 0},
+                     {exited ? -1 : pidfd, POLLIN, 0}};
+    poll(fds, 4, 50);
+    if (out_open && fds[0].revents)
+      out_open = pump(out_r, r.stdout_data, request.max_output, r.stdout_truncated, tail);
+    if (err_open && fds[1].revents)
+      err_open = pump(err_r, r.stderr_data, request.max_output, r.stderr_truncated, tail);
+    if (in_open && fds[2].revents) {
+      const ssize_t n =
+          write(stdin_w, request.stdin_data.data() + in_off, request.stdin_data.size() - in_off);
+      if (n > 0) in_off += n;
+      if ((n < 0 && errno != EAGAIN) || in_off == request.stdin_data.size()) {
+        close(stdin_w);
+        in_open = false;
+      }
+    }
+    if (!exited && (fds[3].revents || pidfd < 0) && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+    }
+  }
+  if (in_open) close(stdin_w);
+  if (out_open) close(out_r);
+  if (err_open) close(err_r);
+  if (pidfd >= 0) close(pidfd);
+  kill(-pid, SIGKILL);  // anything left of the session (--sandbox none)
+  cgroup.killAll();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.duration_ms = msSince(start);
+  return r;
+}
+
+Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& cancel) const {
+  const auto start = std::chrono::steady_clock::now();
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
+  }
+  int seccomp_fd = -1;
+  if (options_.isolate && !seccomp_bpf_.empty()) {
+    seccomp_fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
+    if (seccomp_fd < 0 || write(seccomp_fd, seccomp_bpf_.data(), seccomp_bpf_.size()) !=
+                              static_cast<ssize_t>(seccomp_bpf_.size())) {
+      return internalError("cannot hand the seccomp filter to the sandbox");
+    }
+    lseek(seccomp_fd, 0, SEEK_SET);
+  }
+  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CgroupRun cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
+
+  ChildSetup s;
+  s.argv_storage = launcherArgs(request, seccomp_fd);
+  s.env_storage = request.env;
+  toCStrings(s.argv_storage, s.argv);
+  toCStrings(s.env_storage, s.envp);
+  s.stdin_fd = request.stdin_data.empty() ? devnull : in[0];
+  s.stdout_fd = out[1];
+  s.stderr_fd = err[1];
+  s.seccomp_fd = seccomp_fd;
+  s.cgroup_fds = &cgroup.procsFds();
+  const SandboxLimits& l = options_.limits;
+  if (l.memory_bytes) s.rlimits.push_back({RLIMIT_AS, l.memory_bytes});
+  if (l.file_size_bytes) s.rlimits.push_back({RLIMIT_FSIZE, l.file_size_bytes});
+  if (l.open_files) s.rlimits.push_back({RLIMIT_NOFILE, l.open_files});
+  if (l.cpu_seconds) s.rlimits.push_back({RLIMIT_CPU, l.cpu_seconds});
+  if (l.processes && !(cgroups_ && cgroups_->limitsProcesses())) {
+    s.rlimits.push_back({RLIMIT_NPROC, l.processes});
+  }
+  s.chdir_to = options_.isolate ? nullptr : request.cwd.c_str();
+
+  const pid_t pid = fork();
+  if (pid == 0) childMain(s);
+  for (int fd : {in[0], out[1], err[1], devnull}) close(fd);
+  if (seccomp_fd >= 0) close(seccomp_fd);
+  if (pid < 0) {
+    for (int fd : {in[1], out[0], err[0]}) close(fd);
+    return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
+  }
+  RunResult result = supervise(pid, in[1], out[0], err[0], request, cancel, cgroup, start);
+  return result;
+}
+
+}  // namespace byd

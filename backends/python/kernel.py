@@ -1,0 +1,313 @@
+"""The run_python kernel: one long-lived process per session, driven by the server.
+
+Started as `/usr/bin/python3 -I -S -u kernel.py`. It speaks framed JSON on the stdin/stdout it
+was given (4-byte big-endian length, then that many bytes of UTF-8 JSON) and never writes
+anything else there: user output is captured and returned in the replies. See README.md.
+"""
+
+import _signal  # getsignal without signal's enum wrapping: ~3 us less per cell
+import ast
+import base64
+import builtins
+import io
+import json
+import linecache
+import os
+import signal
+import struct
+import sys
+import time
+import traceback
+import types
+
+MAX_FRAME = 64 << 20  # largest request we accept; a bigger one is skipped, not read into memory
+DEFAULT_MAX_OUTPUT = 100 * 1024
+KERNEL_FILE = sys._getframe().f_code.co_filename  # frames from here are hidden from users
+KERNEL_PID = os.getpid()
+_HEADER = struct.Struct(">I")
+
+
+def _take_protocol_fds():
+    """Move the protocol onto private fds, so that nothing the user runs can touch it.
+
+    fd 0 becomes an empty pipe (input() sees EOF instead of eating requests); fd 1 becomes
+    stderr (os.write(1, ...), C extensions and child processes write to the server's log, not
+    into the frame stream). os.dup makes the private copies non-inheritable by children.
+    """
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    r, w = os.pipe()  # a pipe needs no /dev/null inside the sandbox
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    os.dup2(2, 1)
+    return io.open(proto_in, "rb", buffering=1 << 16), proto_out
+
+
+def _write_frame(fd, msg):
+    body = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = body.encode()
+    except UnicodeEncodeError:  # lone surrogates (e.g. from a user print) are not UTF-8
+        data = body.encode("utf-8", "replace")
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:  # a pipe write may be partial
+        view = view[os.write(fd, view):]
+
+
+class _Capture(io.TextIOBase):
+    """Stands in for sys.stdout / sys.stderr during a cell; keeps at most `limit` UTF-8 bytes."""
+
+    encoding, errors = "utf-8", "strict"
+
+    def __init__(self, limit):
+        self.parts, self.room, self.truncated = [], limit, False
+        self.buffer = _ByteSink(self)  # for code that writes bytes to sys.stdout.buffer
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.truncated:
+            return len(s)
+        size = len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+        if size <= self.room:
+            self.parts.append(s)
+            self.room -= size
+        else:  # cut at a byte boundary, dropping a character split in two
+            cut = s.encode("utf-8", "surrogatepass")[: self.room]
+            self.parts.append(cut.decode("utf-8", "ignore"))
+            self.room, self.truncated = 0, True
+        return len(s)
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def getvalue(self):
+        return "".join(self.parts)
+
+
+class _ByteSink:
+    def __init__(self, text):
+        self.text = text
+
+    def write(self, b):
+        self.text.write(bytes(b).decode("utf-8", "replace"))
+        return len(b)
+
+    def flush(self):
+        pass
+
+
+def _clip(s, limit):
+    """A result string cut to `limit` UTF-8 bytes, and whether it was cut."""
+    if len(s) <= limit // 4 or len(s.encode("utf-8", "surrogatepass")) <= limit:
+        return s, False
+    return s.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore"), True
+
+
+def _describe(exc, timed_out, limit):
+    """The error object of a reply: user frames only, chained exceptions included."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+    seen = set()
+    todo = [te]
+    while todo:  # hide the kernel's frames in the exception and everything chained to it
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        t.stack[:] = [f for f in t.stack if f.filename != KERNEL_FILE]
+        todo += [c for c in (t.__cause__, t.__context__) if c is not None]
+    if timed_out and isinstance(exc, KeyboardInterrupt):
+        message = "interrupted (timeout)"
+    else:
+        try:
+            message = str(exc)
+        except Exception:  # a user exception whose __str__ fails
+            message = "<str() failed>"
+    return {"type": type(exc).__name__, "message": _clip(message, limit)[0],
+            "traceback": _clip("".join(te.format()), limit)[0]}
+
+
+def _compile_cell(code, filename):
+    """Code objects for the cell body and, if the cell ends in an expression, for that."""
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), filename, "eval")
+    return compile(tree, filename, "exec"), last
+
+
+def _figures(render=True):
+    """PNGs of every open pyplot figure, then closes them all so the next cell starts clean.
+
+    Only if the user imported pyplot: importing it here would cost a cell ~0.5 s.
+    """
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    images = []
+    try:
+        for num in plt.get_fignums() if render else ():
+            buf = io.BytesIO()
+            plt.figure(num).savefig(buf, format="png", bbox_inches="tight")
+            images.append({"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode()})
+    finally:
+        plt.close("all")
+    return images
+
+
+class Kernel:
+    def __init__(self, proto_in, proto_out):
+        self.proto_in, self.proto_out = proto_in, proto_out
+        self.count = 0
+        self.busy = False  # SIGINT interrupts only while a cell runs; otherwise it is stale
+        self.timed_out = False  # the server's SIGINT, not a KeyboardInterrupt the user raised
+        # User code runs as a fresh __main__ module (pickle finds its classes there), never in
+        # the kernel's own globals.
+        self.main = types.ModuleType("__main__")
+        self.main.__builtins__ = builtins
+        self.kernel_module = sys.modules["__main__"]  # keep our globals alive
+        sys.modules["__main__"] = self.main
+        self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
+        signal.signal(signal.SIGINT, self.sigint_handler)
+
+    def _on_sigint(self, signum, frame):
+        if self.busy:
+            self.timed_out = True
+            raise KeyboardInterrupt
+
+    def run_cell(self, req_id, code, max_output):
+        self.count += 1
+        filename = f"<cell {self.count}>"
+        # Registered so tracebacks show source lines, even for functions called from later cells.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        out, err = _Capture(max_output), _Capture(max_output)
+        saved = sys.stdout, sys.stderr
+        result = error = None
+        images, clipped = [], False
+        start = time.perf_counter()
+        try:
+            self.busy, self.timed_out = True, False
+            sys.stdout, sys.stderr = out, err
+            body, last = _compile_cell(code, filename)
+            exec(body, self.main.__dict__)
+            if last is not None:
+                value = eval(last, self.main.__dict__)
+                if value is not None:
+                    result, clipped = _clip(repr(value), max_output)
+            images = _figures()
+        except BaseException as exc:  # the user's SystemExit and KeyboardInterrupt too
+            error = exc
+        finally:
+            self.busy = False  # first, so a late SIGINT cannot escape from here
+            sys.stdout, sys.stderr = saved
+        if error is not None:
+            try:  # a failed cell's figures are dropped, not carried into the next one
+                _figures(render=False)
+            except Exception:
+                pass
+        duration = (time.perf_counter() - start) * 1000
+        if os.getpid() != KERNEL_PID:  # the cell forked and this is the child: never reply
+            os._exit(0)
+        if _signal.getsignal(signal.SIGINT) is not self.sigint_handler:  # the cell replaced it
+            signal.signal(signal.SIGINT, self.sigint_handler)
+        if error is not None:
+            error = _describe(error, self.timed_out, max_output)
+        return {"type": "result", "id": req_id, "stdout": out.getvalue(),
+                "stderr": err.getvalue(), "result": result, "error": error,
+                "duration_ms": round(duration, 3), "images": images,
+                "truncated": out.truncated or err.truncated or clipped}
+
+    def handle(self, req):
+        """The reply to one decoded request, or None to exit."""
+        kind = req.get("type")
+        req_id = req.get("id")
+        if kind == "exec":
+            code, max_output = req.get("code"), req.get("max_output", DEFAULT_MAX_OUTPUT)
+            if not isinstance(code, str):
+                return _error(req_id, "exec needs a string \"code\"")
+            if type(max_output) is not int or max_output < 0:
+                return _error(req_id, "\"max_output\" must be a non-negative integer")
+            return self.run_cell(req_id, code, max_output)
+        if kind == "ping":
+            return {"type": "pong", "id": req_id}
+        if kind == "shutdown":
+            return None
+        return _error(req_id, f"unknown request type {kind!r}")
+
+    def read_request(self):
+        """The next request as a dict, or None at EOF; raises _BadFrame for a malformed one."""
+        header = self.proto_in.read(4)
+        if len(header) < 4:
+            return None
+        (size,) = _HEADER.unpack(header)
+        if size > MAX_FRAME:
+            while size:  # skip it to stay in step with the stream
+                chunk = self.proto_in.read(min(size, 1 << 16))
+                if not chunk:
+                    return None
+                size -= len(chunk)
+            raise _BadFrame(f"frame larger than {MAX_FRAME} bytes")
+        body = self.proto_in.read(size)
+        if len(body) < size:
+            return None
+        try:
+            req = json.loads(body)
+        except ValueError as exc:  # includes invalid UTF-8
+            raise _BadFrame(f"malformed request: {exc}") from None
+        if not isinstance(req, dict):
+            raise _BadFrame("malformed request: not a JSON object")
+        return req
+
+    def serve(self):
+        _write_frame(self.proto_out, {"type": "ready", "python": "%d.%d.%d" % sys.version_info[:3],
+                                      "pid": os.getpid()})
+        while True:
+            try:
+                req = self.read_request()
+            except _BadFrame as exc:
+                _write_frame(self.proto_out, _error(None, str(exc)))
+                continue
+            if req is None:
+                return
+            try:
+                reply = self.handle(req)
+            except BaseException as exc:  # a kernel bug, or memory exhausted while replying
+                print(f"kernel: internal error: {exc!r}", file=sys.__stderr__)
+                reply = _error(req.get("id"), f"internal error: {type(exc).__name__}: {exc}")
+            if reply is None:
+                return
+            _write_frame(self.proto_out, reply)
+
+
+class _BadFrame(Exception):
+    pass
+
+
+def _error(req_id, message):
+    return {"type": "error", "id": req_id, "message": message}
+
+
+def _setup_environment():
+    # Before any user import, so pyplot never tries a GUI backend.
+    os.environ["MPLBACKEND"] = "Agg"
+    # -S keeps site.py's customisations out, but also the system's installed packages
+    # (numpy, matplotlib from apt); add those directories and their .pth files back, and
+    # nothing else (no sitecustomize, no user site).
+    if sys.flags.no_site:
+        import site
+        site.addsitepackages(set(site.removeduppaths()))
+    # Like a notebook, modules in the working directory (the workspace) are importable.
+    sys.path.insert(0, "")
+
+
+def main():
+    proto_in, proto_out = _take_protocol_fds()
+    _setup_environment()
+    Kernel(proto_in, proto_out).serve()
+
+
+if __name__ == "__main__":
+    main()

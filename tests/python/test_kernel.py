@@ -1,0 +1,349 @@
+"""Tests of backends/python/kernel.py over its framed-JSON protocol, as the server drives it.
+
+Run from the repository root: /usr/bin/python3 -m unittest tests/python/test_kernel.py -v
+"""
+
+import base64
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KERNEL = os.path.join(ROOT, "backends", "python", "kernel.py")
+PYTHON = "/usr/bin/python3"
+TIMEOUT = 30  # seconds to wait for any one frame; a hang fails the test instead of blocking
+
+
+class KernelTest(unittest.TestCase):
+    def setUp(self):
+        # The command line the server uses.
+        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", KERNEL], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        self.pending = b""
+        self.ready = self.recv()
+
+    def tearDown(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+    # -- the protocol, client side --
+
+    def send_raw(self, body):
+        self.proc.stdin.write(struct.pack(">I", len(body)) + body)
+
+    def send(self, msg):
+        self.send_raw(json.dumps(msg).encode())
+
+    def _read(self, n):
+        deadline = time.monotonic() + TIMEOUT
+        while len(self.pending) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                self.fail(f"no frame from the kernel within {TIMEOUT} s")
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                self.fail("kernel closed stdout; stderr: " + self.proc.stderr.read().decode())
+            self.pending += chunk
+        data, self.pending = self.pending[:n], self.pending[n:]
+        return data
+
+    def recv(self):
+        (size,) = struct.unpack(">I", self._read(4))
+        return json.loads(self._read(size).decode("utf-8"))
+
+    def run_cell(self, code, **extra):
+        self.send({"type": "exec", "id": 1, "code": code, **extra})
+        reply = self.recv()
+        self.assertEqual(reply["type"], "result")
+        self.assertEqual(reply["id"], 1)
+        return reply
+
+    def ok(self, code, **extra):
+        reply = self.run_cell(code, **extra)
+        self.assertIsNone(reply["error"], reply["error"] and reply["error"]["traceback"])
+        return reply
+
+    def assert_alive(self):
+        self.send({"type": "ping", "id": "alive?"})
+        self.assertEqual(self.recv(), {"type": "pong", "id": "alive?"})
+
+    # -- the tests --
+
+    def test_ready(self):
+        self.assertEqual(self.ready["type"], "ready")
+        self.assertEqual(self.ready["python"], "%d.%d.%d" % sys.version_info[:3])
+        self.assertEqual(self.ready["pid"], self.proc.pid)
+
+    def test_reply_shape(self):
+        reply = self.ok("1")
+        self.assertEqual(set(reply), {"type", "id", "stdout", "stderr", "result", "error",
+                                      "duration_ms", "images", "truncated"})
+        self.assertIsInstance(reply["duration_ms"], float)
+        self.assertGreaterEqual(reply["duration_ms"], 0)
+        self.assertEqual(reply["images"], [])
+        self.assertIs(reply["truncated"], False)
+
+    def test_state_persists(self):
+        self.ok("x = 41\ndef inc(v):\n    return v + 1")
+        self.assertEqual(self.ok("inc(x)")["result"], "42")
+        self.assertEqual(self.ok("__name__")["result"], "'__main__'")
+        self.ok("import math")
+        self.assertEqual(self.ok("math.floor(2.5)")["result"], "2")
+
+    def test_trailing_expression(self):
+        self.assertEqual(self.ok("1 + 1")["result"], "2")
+        self.assertEqual(self.ok("y = 2; y * 3")["result"], "6")
+        self.assertEqual(self.ok("'s'")["result"], "'s'")
+        self.assertEqual(self.ok("for i in range(3):\n    pass\n[i] * 2")["result"], "[2, 2]")
+        self.assertIsNone(self.ok("None")["result"])
+        self.assertIsNone(self.ok("z = 5")["result"])  # an assignment is not an expression
+        self.assertIsNone(self.ok("print('p')")["result"])  # print returns None
+        self.assertIsNone(self.ok("")["result"])
+        self.assertIsNone(self.ok("# only a comment")["result"])
+        # Only the last statement is evaluated separately, and only once.
+        self.assertEqual(self.ok("n = []\nn.append(1)\nn.append(2) or len(n)")["result"], "2")
+
+    def test_print_capture(self):
+        reply = self.ok("print('hello')\nprint('a', 'b', sep='-')\nprint('é')")
+        self.assertEqual(reply["stdout"], "hello\na-b\né\n")
+        self.assertEqual(reply["stderr"], "")
+        self.assertEqual(self.ok("1")["stdout"], "")  # nothing carried over
+        reply = self.ok("import sys\nsys.stdout.buffer.write(b'raw\\n')\nsys.stdout.flush()")
+        self.assertEqual(reply["stdout"], "raw\n")
+
+    def test_stderr_capture(self):
+        reply = self.ok("import sys\nprint('oops', file=sys.stderr)\nsys.stderr.write('more\\n')"
+                        "\nprint('out')")
+        self.assertEqual(reply["stderr"], "oops\nmore\n")
+        self.assertEqual(reply["stdout"], "out\n")
+        reply = self.ok("import warnings\nwarnings.warn('careful')")
+        self.assertIn("UserWarning: careful", reply["stderr"])
+
+    def test_exception_traceback(self):
+        reply = self.run_cell("def f(a):\n    return a / 0\n\nf(1)\n")
+        error = reply["error"]
+        self.assertEqual(error["type"], "ZeroDivisionError")
+        self.assertEqual(error["message"], "division by zero")
+        tb = error["traceback"]
+        self.assertTrue(tb.startswith("Traceback (most recent call last):\n"), tb)
+        self.assertTrue(tb.endswith("ZeroDivisionError: division by zero\n"), tb)
+        frames = [line for line in tb.splitlines() if line.startswith("  File ")]
+        self.assertEqual(len(frames), 2, tb)
+        self.assertRegex(frames[0], r'^  File "<cell( \d+)?>", line 4, in <module>$')
+        self.assertRegex(frames[1], r'^  File "<cell( \d+)?>", line 2, in f$')
+        self.assertIn("    return a / 0\n", tb)  # the source line is shown
+        self.assertNotIn("kernel.py", tb)
+        self.assertIsNone(reply["result"])
+
+    def test_exception_in_function_from_earlier_cell(self):
+        self.ok("x = 1\n\ndef g():\n    raise ValueError('bad ' + str(x))")
+        tb = self.run_cell("y = 2\ng()")["error"]["traceback"]
+        self.assertRegex(tb, r'File "<cell( \d+)?>", line 2, in <module>\n    g\(\)\n')
+        self.assertRegex(tb, r"File \"<cell( \d+)?>\", line 4, in g\n"
+                             r"    raise ValueError\('bad ' \+ str\(x\)\)\n")
+        self.assertTrue(tb.endswith("ValueError: bad 1\n"), tb)
+
+    def test_chained_exception_hides_kernel(self):
+        tb = self.run_cell("try:\n    {}['k']\nexcept KeyError as e:\n    raise RuntimeError('w') from e"
+                           )["error"]["traceback"]
+        self.assertIn("KeyError: 'k'", tb)
+        self.assertIn("direct cause", tb)
+        self.assertNotIn("kernel.py", tb)
+
+    def test_output_before_error_is_kept(self):
+        reply = self.run_cell("print('before')\nraise KeyError('k')")
+        self.assertEqual(reply["stdout"], "before\n")
+        self.assertEqual(reply["error"]["type"], "KeyError")
+
+    def test_syntax_error(self):
+        error = self.run_cell("a = 1\nb = = 2\n")["error"]
+        self.assertEqual(error["type"], "SyntaxError")
+        self.assertIn("line 2", error["message"])
+        self.assertIn("b = = 2", error["traceback"])
+        self.assertNotIn("kernel.py", error["traceback"])
+        error = self.run_cell("x = (")["error"]
+        self.assertEqual(error["type"], "SyntaxError")
+        self.assertIn("never closed", error["message"])
+        self.assertEqual(self.run_cell("if True:\nx = 1")["error"]["type"], "IndentationError")
+        # Nothing of a cell that does not compile runs.
+        self.ok("a = 0")
+        self.run_cell("a = 1\n)")
+        self.assertEqual(self.ok("a")["result"], "0")
+
+    def test_system_exit(self):
+        error = self.run_cell("import sys\nkept = True\nsys.exit(3)")["error"]
+        self.assertEqual(error["type"], "SystemExit")
+        self.assertEqual(error["message"], "3")
+        self.assertEqual(self.run_cell("raise SystemExit")["error"]["type"], "SystemExit")
+        self.assertEqual(self.ok("kept")["result"], "True")
+        self.assertIsNone(self.proc.poll())
+
+    def test_output_cap(self):
+        reply = self.ok("print('x' * 5000)\nprint('more')\nafter = 'ran'", max_output=1000)
+        self.assertEqual(reply["stdout"], "x" * 1000)
+        self.assertIs(reply["truncated"], True)
+        self.assertEqual(self.ok("after")["result"], "'ran'")  # execution went on
+        # Cut on a character boundary: 'é' is 2 bytes in UTF-8.
+        reply = self.ok("print('é' * 1000)", max_output=1001)
+        self.assertEqual(reply["stdout"], "é" * 500)
+        self.assertIs(reply["truncated"], True)
+        # Each stream has its own cap.
+        reply = self.ok("import sys\nprint('o' * 20)\nprint('e' * 20, file=sys.stderr)", max_output=10)
+        self.assertEqual((reply["stdout"], reply["stderr"]), ("o" * 10, "e" * 10))
+        # The default (100 KiB) leaves ordinary output alone.
+        reply = self.ok("print('y' * 50000)")
+        self.assertEqual(len(reply["stdout"]), 50001)
+        self.assertIs(reply["truncated"], False)
+        # Under the default cap a long loop of prints completes and is cut.
+        reply = self.ok("for i in range(100000):\n    print(i)\ni")
+        self.assertEqual(len(reply["stdout"].encode()), 102400)
+        self.assertEqual(reply["result"], "99999")
+        self.assertIs(reply["truncated"], True)
+
+    def test_result_cap(self):
+        reply = self.ok("'z' * 5000", max_output=100)
+        self.assertEqual(reply["result"], "'" + "z" * 99)
+        self.assertIs(reply["truncated"], True)
+
+    def test_sigint_interrupts_cell(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            started = os.path.join(tmp, "started")
+            self.ok("kept = 'yes'")
+            # The cell says when it is in the loop, so the signal cannot arrive before it runs.
+            self.send({"type": "exec", "id": 1, "code": f"n = 0\nopen({started!r}, 'w').close()\n"
+                                                         "while True:\n    n += 1\n"})
+            deadline = time.monotonic() + TIMEOUT
+            while not os.path.exists(started):
+                self.assertLess(time.monotonic(), deadline, "the cell never started")
+                time.sleep(0.01)
+            time.sleep(0.05)
+            self.proc.send_signal(signal.SIGINT)
+            reply = self.recv()
+        error = reply["error"]
+        self.assertEqual(error["type"], "KeyboardInterrupt")
+        self.assertEqual(error["message"], "interrupted (timeout)")
+        self.assertRegex(error["traceback"], r'File "<cell( \d+)?>", line [34], in <module>')
+        self.assertNotIn("kernel.py", error["traceback"])
+        self.assertEqual(self.ok("(kept, n > 0)")["result"], "('yes', True)")
+
+    def test_sigint_interrupts_sleep(self):
+        self.send({"type": "exec", "id": 1, "code": "import time\ntime.sleep(60)"})
+        time.sleep(0.5)
+        self.proc.send_signal(signal.SIGINT)
+        self.assertEqual(self.recv()["error"]["type"], "KeyboardInterrupt")
+
+    def test_sigint_while_idle_is_ignored(self):
+        self.ok("v = 1")
+        self.proc.send_signal(signal.SIGINT)  # a timeout that lost the race with the reply
+        time.sleep(0.2)
+        self.assertEqual(self.ok("v")["result"], "1")
+
+    def test_sigint_handler_restored_after_user_replaces_it(self):
+        self.ok("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)")
+        self.send({"type": "exec", "id": 1, "code": "import time\ntime.sleep(60)"})
+        time.sleep(0.5)
+        self.proc.send_signal(signal.SIGINT)
+        self.assertEqual(self.recv()["error"]["type"], "KeyboardInterrupt")
+
+    def test_user_keyboard_interrupt_keeps_its_message(self):
+        error = self.run_cell("raise KeyboardInterrupt('mine')")["error"]
+        self.assertEqual((error["type"], error["message"]), ("KeyboardInterrupt", "mine"))
+
+    def test_memory_error(self):
+        # 2**60 bytes exceed any 64-bit address space, so this fails before allocating anything
+        # (10**13 might be granted under memory overcommit, and then zero-filled).
+        error = self.run_cell("kept = 1\nbuf = bytearray(1 << 60)")["error"]
+        self.assertIn(error["type"], ("MemoryError", "OverflowError"))
+        self.assertEqual(self.ok("kept")["result"], "1")
+
+    def test_ping(self):
+        self.send({"type": "ping", "id": 42})
+        self.assertEqual(self.recv(), {"type": "pong", "id": 42})
+
+    def test_malformed_requests(self):
+        cases = [
+            (b"not json", None),
+            (b"\xff\xfe", None),  # not UTF-8
+            (b"[1, 2]", None),
+            (json.dumps({"type": "bogus", "id": 7}).encode(), 7),
+            (json.dumps({"id": 8}).encode(), 8),
+            (json.dumps({"type": "exec", "id": 9}).encode(), 9),  # no code
+            (json.dumps({"type": "exec", "id": 10, "code": 5}).encode(), 10),
+            (json.dumps({"type": "exec", "id": 11, "code": "1", "max_output": "x"}).encode(), 11),
+            (b"", None),
+        ]
+        for body, req_id in cases:
+            with self.subTest(body=body):
+                self.send_raw(body)
+                reply = self.recv()
+                self.assertEqual(reply["type"], "error")
+                self.assertEqual(reply["id"], req_id)
+                self.assertIsInstance(reply["message"], str)
+                self.assertTrue(reply["message"])
+        self.assert_alive()
+        self.assertEqual(self.ok("1 + 2")["result"], "3")
+
+    def test_shutdown(self):
+        self.ok("x = 1")
+        self.send({"type": "shutdown"})
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)
+        self.assertEqual(self.proc.stdout.read(), b"")  # no reply, nothing after
+
+    def test_eof_exits(self):
+        self.proc.stdin.close()
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)
+
+    def test_protocol_stream_is_protected(self):
+        # Writes to the real fd 1 land on stderr; stdin reads see EOF instead of the requests.
+        reply = self.ok("import os, sys, subprocess\nos.write(1, b'junk')\n"
+                        "sys.__stdout__.write('more junk')\n"
+                        "subprocess.run(['/bin/echo', 'child'])\n"
+                        "try:\n    input()\nexcept EOFError:\n    got = 'eof'\ngot")
+        self.assertEqual(reply["result"], "'eof'")
+        self.assert_alive()
+
+    def test_fork_child_never_replies(self):
+        reply = self.ok("import os\npid = os.fork()\nif pid == 0:\n    print('child')\n"
+                        "else:\n    os.waitpid(pid, 0)\n'parent'")
+        self.assertEqual(reply["result"], "'parent'")
+        self.assertEqual(reply["stdout"], "")
+        self.assert_alive()  # the next frame is the pong, not a stray reply from the child
+
+    def test_surrogates_do_not_break_the_stream(self):
+        reply = self.ok("print('\\ud800')\n'ok'")
+        self.assertEqual(reply["result"], "'ok'")
+        self.assertEqual(reply["stdout"], "?\n")
+
+    def test_matplotlib_not_imported_by_kernel(self):
+        self.assertEqual(self.ok("import sys\n'matplotlib' in sys.modules")["result"], "False")
+
+    def test_matplotlib_figure(self):
+        reply = self.ok("import matplotlib\nimport matplotlib.pyplot as plt\n"
+                        "plt.plot([1, 2, 3], [1, 4, 9])\nmatplotlib.get_backend()")
+        self.assertEqual(reply["result"], "'agg'")
+        self.assertEqual(len(reply["images"]), 1)
+        image = reply["images"][0]
+        self.assertEqual(image["mime"], "image/png")
+        self.assertTrue(base64.b64decode(image["data"]).startswith(b"\x89PNG\r\n\x1a\n"))
+        # Figures are closed once sent.
+        self.assertEqual(self.ok("len(plt.get_fignums())")["images"], [])
+        self.assertEqual(self.ok("len(plt.get_fignums())")["result"], "0")
+        # Two figures, two images; a failed cell's figure is dropped, not sent later.
+        self.assertEqual(len(self.ok("plt.figure(); plt.plot([1]); plt.figure(); plt.plot([2])"
+                                     )["images"]), 2)
+        self.assertEqual(self.run_cell("plt.plot([1])\n1/0")["images"], [])
+        self.assertEqual(self.ok("1")["images"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,253 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "backends/local/local_backend.h"
+#include "backends/local/sandbox.h"
+#include "schemas/validator.h"
+#include "tests/test_util.h"
+#include "tools/registry.h"
+
+namespace byd::testing {
+namespace {
+
+using nlohmann::json;
+
+// The execute tool on a Local backend with the real sandbox.
+class ExecuteTest : public ::testing::Test {
+ protected:
+  void SetUp() override { makeBackend(SandboxLimits{}); }
+
+  void makeBackend(SandboxLimits limits) {
+    auto local = LocalBackend::open(tmp_.str(), {});
+    ASSERT_TRUE(local.ok()) << local.status().toString();
+    SandboxOptions options;
+    options.limits = limits;
+    auto sandbox = Sandbox::create((*local)->writableDirs(), options);
+    ASSERT_TRUE(sandbox.ok()) << sandbox.status().toString();
+    (*local)->setSandbox(std::move(*sandbox));
+    backend_ = std::move(*local);
+  }
+
+  json run(json args) {
+    const Tool* tool = findTool("execute");
+    EXPECT_NE(tool, nullptr);
+    ToolContext ctx{*backend_, limits_, cancel_};
+    json r = callTool(*tool, args, ctx, true);
+    if (!r.value("isError", false)) {
+      Status s = schemas::validate(*tool->output_schema, r["structuredContent"], "output");
+      EXPECT_TRUE(s.ok()) << s.message();
+    }
+    return r;
+  }
+  json sc(json args) { return run(std::move(args))["structuredContent"]; }
+
+  TempDir tmp_;
+  std::unique_ptr<LocalBackend> backend_;
+  Limits limits_;
+  CancelToken cancel_;
+};
+
+TEST_F(ExecuteTest, StdoutStderrAndExitCode) {
+  json r = run({{"command", "echo out; echo err >&2; exit 3"}});
+  EXPECT_EQ(r["isError"], false);  // a non-zero exit is a normal result
+  EXPECT_EQ(r["structuredContent"]["stdout"], "out\n");
+  EXPECT_EQ(r["structuredContent"]["stderr"], "err\n");
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 3);
+  EXPECT_TRUE(r["structuredContent"]["signal"].is_null());
+  EXPECT_EQ(r["structuredContent"]["timed_out"], false);
+  const std::string text = r["content"][0]["text"];
+  EXPECT_EQ(text.substr(0, 12), "exit code 3 ");
+  EXPECT_NE(text.find("--- stdout ---\nout\n--- stderr ---\nerr\n"), std::string::npos) << text;
+}
+
+TEST_F(ExecuteTest, StdinEnvAndCwd) {
+  std::filesystem::create_directories(tmp_.path() / "sub");
+  json s = sc({{"command", "cat; echo \"$GREETING\"; pwd"},
+               {"stdin", "from stdin\n"},
+               {"env", {{"GREETING", "hello"}}},
+               {"cwd", "sub"}});
+  EXPECT_EQ(s["stdout"], "from stdin\nhello\n" + (tmp_.path() / "sub").string() + "\n");
+}
+
+TEST_F(ExecuteTest, CleanEnvironment) {
+  json s = sc({{"command", "env | sort"}});
+  EXPECT_EQ(s["stdout"].get<std::string>().find("BYD_"), std::string::npos);
+  EXPECT_NE(s["stdout"].get<std::string>().find("LANG=C.UTF-8\n"), std::string::npos);
+  EXPECT_NE(s["stdout"].get<std::string>().find("TERM=dumb\n"), std::string::npos);
+}
+
+TEST_F(ExecuteTest, WritesInTheWorkspaceLand) {
+  EXPECT_EQ(sc({{"command", "echo made > made.txt"}})["exit_code"], 0);
+  EXPECT_EQ(tmp_.read("made.txt"), "made\n");
+}
+
+TEST_F(ExecuteTest, OutputIsCappedButDrained) {
+  limits_.max_output_bytes = 4096;
+  json r = run({{"command", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done >&2"}});
+  EXPECT_EQ(r["structuredContent"]["stdout"].get<std::string>().size(), 4096u);
+  EXPECT_EQ(r["structuredContent"]["stderr"], "done\n");
+  EXPECT_EQ(r["structuredContent"]["truncated"], true);
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 0);
+}
+
+TEST_F(ExecuteTest, TimeoutKillsTheWholeTree) {
+  const auto start = std::chrono::steady_clock::now();
+  json s = sc({{"command", "setsid sleep 999 & nohup sleep 998 & echo started; sleep 997"},
+               {"timeout_s", 1}});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(s["timed_out"], true);
+  EXPECT_EQ(s["stdout"], "started\n");
+  EXPECT_LT(seconds, 5.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(system("pgrep -f 'slee[p] 99[789]' >/dev/null"), 0) << "a sleep outlived its timeout";
+}
+
+TEST_F(ExecuteTest, BackgroundChildDoesNotHangTheCall) {
+  const auto start = std::chrono::steady_clock::now();
+  json s = sc({{"command", "(sleep 996 &); echo hi"}});
+  EXPECT_EQ(s["stdout"], "hi\n");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(system("pgrep -f 'slee[p] 996' >/dev/null"), 0);
+}
+
+TEST_F(ExecuteTest, TimeoutIsCappedByTheServerLimit) {
+  limits_.max_timeout_s = 1;
+  json s = sc({{"command", "sleep 30"}, {"timeout_s", 600}});
+  EXPECT_EQ(s["timed_out"], true);
+}
+
+TEST_F(ExecuteTest, MissingCwdIsAnError) {
+  json r = run({{"command", "true"}, {"cwd", "nope"}});
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "'nope' does not exist");
+}
+
+TEST_F(ExecuteTest, NoNetwork) {
+  json s = sc(
+      {{"command",
+        "python3 -c \"import socket; s=socket.socket(); s.settimeout(2); "
+        "s.connect(('1.1.1.1', 80))\" 2>&1 | tail -1; "
+        "python3 -c \"import socket; s=socket.socket(socket.AF_INET6); s.settimeout(2); "
+        "s.connect(('::1', 22))\" 2>&1 | tail -1; cat /proc/net/dev | tail -n +3 | cut -d: -f1"}});
+  const std::string out = s["stdout"];
+  EXPECT_NE(out.find("Network is unreachable"), std::string::npos) << out;
+  EXPECT_NE(out.find("Connection refused"), std::string::npos) << out;  // ::1 is the sandbox's own
+  EXPECT_NE(out.find("lo"), std::string::npos);
+  EXPECT_EQ(out.find("eth"), std::string::npos) << out;
+}
+
+TEST_F(ExecuteTest, SystemIsReadOnlyAndPrivateThingsAbsent) {
+  json s = sc({{"command", "touch /etc/x /usr/x /byd-escape 2>&1 | wc -l; touch " +
+                               tmp_.path().parent_path().string() +
+                               "/byd-escape; ls /root /home 2>&1 | wc -l; "
+                               "cat /proc/1/environ | tr '\\0' '\\n' | grep -c BYD_TEST_SECRET"}});
+  EXPECT_EQ(s["stdout"], "3\n2\n0\n") << s.dump();
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path().parent_path() / "byd-escape"));
+}
+
+TEST_F(ExecuteTest, NoPrivileges) {
+  json s =
+      sc({{"command",
+           "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+           "mount -t tmpfs none /tmp 2>/dev/null && echo mounted; "
+           "python3 -c \"import ctypes; print('ptrace', ctypes.CDLL(None).ptrace(0, 0, 0, 0))\"; "
+           "python3 -c \"import fcntl, termios; fcntl.ioctl(1, termios.TIOCSTI, b'x')\" 2>&1 | "
+           "tail -1"}});
+  const std::string out = s["stdout"];
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("mounted"), std::string::npos) << out;
+  EXPECT_NE(out.find("ptrace -1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Operation not permitted"), std::string::npos) << out;  // TIOCSTI
+}
+
+TEST_F(ExecuteTest, SymlinkToShadowCannotBeRead) {
+  std::filesystem::create_symlink("/etc/shadow", tmp_.path() / "shadow");
+  json s = sc({{"command", "cat shadow"}});
+  EXPECT_NE(s["exit_code"], 0);
+  EXPECT_EQ(s["stdout"], "");
+}
+
+TEST_F(ExecuteTest, ForkBombIsContained) {
+  SandboxLimits limits;
+  limits.processes = 64;
+  makeBackend(limits);
+  // Forking stops at the limit (EAGAIN), and nothing forked outlives the call.
+  json s = sc({{"command",
+                "python3 -c \"import os, time\nn = 0\nfor i in range(200):\n"
+                "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+                "    if pid == 0:\n        time.sleep(995)\n        os._exit(0)\n"
+                "    n += 1\nprint(n)\" marker995"},
+               {"timeout_s", 20}});
+  const int forked = std::stoi(s["stdout"].get<std::string>());
+  EXPECT_GT(forked, 10);
+  EXPECT_LT(forked, 64);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(system("pgrep -f 'marke[r]995' >/dev/null"), 0) << "processes outlived the sandbox";
+  const auto start = std::chrono::steady_clock::now();
+  json bomb = sc({{"command", "bash -c ':(){ :|:& };: # bomb993'; sleep 1"}, {"timeout_s", 3}});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 8.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_NE(system("pgrep -f 'bom[b]993' >/dev/null"), 0) << "the fork bomb outlived the sandbox";
+}
+
+TEST_F(ExecuteTest, FileSizeLimitStopsAHugeWrite) {
+  SandboxLimits limits;
+  limits.file_size_bytes = 8 << 20;
+  makeBackend(limits);
+  json s =
+      sc({{"command", "dd if=/dev/zero of=big bs=1M count=10240 2>/dev/null"}, {"timeout_s", 30}});
+  EXPECT_EQ(s["exit_code"], 128 + SIGXFSZ);
+  EXPECT_LE(std::filesystem::file_size(tmp_.path() / "big"), uint64_t{8} << 20);
+}
+
+TEST_F(ExecuteTest, MemoryLimit) {
+  SandboxLimits limits;
+  limits.memory_bytes = 256 << 20;
+  makeBackend(limits);
+  json s = sc({{"command", "python3 -c \"x = bytearray(16 * 1024**3)\" 2>&1 | tail -1"}});
+  EXPECT_NE(s["stdout"].get<std::string>().find("MemoryError"), std::string::npos) << s.dump();
+}
+
+TEST_F(ExecuteTest, CancellationStopsTheCommand) {
+  std::thread canceller([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel_.cancel();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  json r = run({{"command", "sleep 994"}});
+  canceller.join();
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "cancelled");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(system("pgrep -f 'slee[p] 994' >/dev/null"), 0);
+}
+
+TEST_F(ExecuteTest, ProgressReportsTheLatestLine) {
+  std::vector<std::string> messages;
+  std::mutex mu;
+  const Tool* tool = findTool("execute");
+  ToolContext ctx{*backend_, limits_, cancel_};
+  ctx.progress = [&](double, std::string message) {
+    std::lock_guard lock(mu);
+    messages.push_back(std::move(message));
+  };
+  json r = callTool(*tool, {{"command", "for i in 1 2 3 4; do echo line$i; sleep 0.5; done"}}, ctx,
+                    true);
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 0);
+  ASSERT_GE(messages.size(), 1u);
+  EXPECT_EQ(messages.back().substr(0, 4), "line");
+}
+
+}  // namespace
+}  // namespace byd::testing
