@@ -589,6 +589,73 @@ def measure_command(argv, n, warmup, cwd=None):
     return out
 
 
+EXEC_COMMAND = "echo hi"
+BWRAP_ARGV = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
+              "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+              "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+              "--proc", "/proc", "--dev", "/dev", "/bin/true"]
+
+
+def proc_children_cpu(pid):
+    """CPU seconds of the children `pid` has waited for (cutime + cstime)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def spawn_and_read(argv, env):
+    """os.posix_spawn of argv with stdin /dev/null and stdout, stderr on a pipe; reads to EOF,
+    then waitpid. Returns (seconds, output bytes, exit status). The pipe and /dev/null are
+    opened close-on-exec (Python's default) and dup2'd onto 0-2, so the child gets no other
+    descriptor of ours, as with subprocess's close_fds."""
+    r, w = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
+               (os.POSIX_SPAWN_DUP2, w, 2)]
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    t1 = time.perf_counter()
+    os.close(r)
+    os.close(null)
+    return t1 - t0, b"".join(chunks), os.waitstatus_to_exitcode(status)
+
+
+def measure_spawns(argv, env, n, warmup, expect=None):
+    """Seconds for n posix_spawn + read-to-EOF + waitpid rounds of argv."""
+    out = []
+    for i in range(warmup + n):
+        dt, data, code = spawn_and_read(argv, env)
+        if code != 0 or (expect is not None and data != expect):
+            raise ServerError("%s: exit %d, output %r" % (" ".join(argv), code, data[:300]))
+        if i >= warmup:
+            out.append(dt)
+    return out
+
+
+def measure_execute(server, params, n, warmup):
+    """(round-trip seconds, server-reported duration_ms in seconds) per execute call."""
+    out, inside = [], []
+    for i in range(warmup + n):
+        dt, line = server.timed("tools/call", params)
+        result = check_response(line, "execute")  # parsed after the clock stopped
+        sc = result["structuredContent"]
+        if sc["exit_code"] != 0 or sc["stdout"] != "hi\n":
+            raise ServerError("execute: exit %s, stdout %r, stderr %r"
+                              % (sc["exit_code"], sc["stdout"], sc["stderr"][:300]))
+        if i >= warmup:
+            out.append(dt)
+            inside.append(sc["duration_ms"] / 1000.0)
+    return out, inside
+
+
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
@@ -635,10 +702,18 @@ def main():
 
     if args.quick:
         n_spawn, n_small, n_heavy, n_seq, warm_small, warm_heavy = 10, 50, 5, 500, 10, 2
+        n_exec, warm_exec = 15, 3
     else:
         n_spawn, n_small, n_heavy, n_seq, warm_small, warm_heavy = 30, 200, 20, 2000, 30, 3
+        n_exec, warm_exec = 50, 5
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        sys.exit("bubblewrap is missing: apt-get install bubblewrap")
 
-    argv = [binary, "--root", fixture, "--log-level", "off"] + args.server_arg
+    # permissive: the default ruleset asks before execute, which this client cannot answer;
+    # it also keeps the other metrics independent of the default ruleset's asks.
+    argv = [binary, "--root", fixture, "--log-level", "off", "--ruleset", "permissive"]
+    argv += args.server_arg
     load_before = os.getloadavg()
     results = {}
     rows = []  # (metric, value text, target text, status)
@@ -743,6 +818,54 @@ def main():
     row("idle RSS after initialize", fmt_kib(results["idle_rss_kib"]), "< 10 MiB",
         results["idle_rss_kib"] < 10 * 1024)
     row("peak RSS (VmHWM) after the run", fmt_kib(results["peak_rss_kib"]))
+
+    # --- execute --------------------------------------------------------------------------
+    # A server of its own, so that its forks do not touch the RSS numbers above.
+    print("execute %r: %d calls ..." % (EXEC_COMMAND, n_exec), flush=True)
+    server = McpServer(argv, fixture)
+    try:
+        server.call("initialize", initialize_params())
+        server.notify("notifications/initialized")
+        exec_params = tool("execute", {"command": EXEC_COMMAND})
+        cpu0, flt0 = proc_counters(server.pid)
+        child0 = proc_children_cpu(server.pid)
+        exec_times, exec_inside = measure_execute(server, exec_params, n_exec, warm_exec)
+        cpu1, flt1 = proc_counters(server.pid)
+        child1 = proc_children_cpu(server.pid)
+    finally:
+        server.close()
+    ex = summarize(exec_times)
+    ex["server_cpu_per_call_s"] = (cpu1 - cpu0) / (n_exec + warm_exec)  # own threads only
+    ex["children_cpu_per_call_s"] = (child1 - child0) / (n_exec + warm_exec)
+    ex["minor_faults_per_call"] = (flt1 - flt0) / (n_exec + warm_exec)
+    results["execute_echo_s"] = ex
+    results["execute_echo_duration_ms_field_s"] = summarize(exec_inside)
+    diag.append(("execute %r (server threads)" % EXEC_COMMAND, fmt_time(ex["server_cpu_per_call_s"]),
+                 "%.0f" % ex["minor_faults_per_call"]))
+    diag.append(("  its sandbox processes (waited-for children)",
+                 fmt_time(ex["children_cpu_per_call_s"]), "—"))
+
+    plain_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+                 "TERM": "dumb"}  # what the server gives the command
+    print("posix_spawn /bin/bash -c %r: %d runs ..." % (EXEC_COMMAND, n_exec), flush=True)
+    plain = summarize(measure_spawns(["/bin/bash", "-c", EXEC_COMMAND], plain_env, n_exec,
+                                     warm_exec, expect=b"hi\n"))
+    results["posix_spawn_bash_echo_s"] = plain
+    print("bare bwrap /bin/true: %d runs ..." % n_exec, flush=True)
+    bw = summarize(measure_spawns([bwrap] + BWRAP_ARGV[1:], plain_env, n_exec, warm_exec,
+                                  expect=b""))
+    results["bwrap_true_s"] = bw
+    results["execute_over_posix_spawn_p50"] = ex["p50"] / plain["p50"]
+    results["execute_minus_duration_ms_p50_s"] = ex["p50"] - results[
+        "execute_echo_duration_ms_field_s"]["p50"]
+    row("execute %r round trip" % EXEC_COMMAND,
+        "p50 %s  p95 %s" % (fmt_time(ex["p50"]), fmt_time(ex["p95"])), "p50 < 5 ms",
+        ex["p50"] < 0.005)
+    row("  of which the server's duration_ms (fork → exit, p50)",
+        fmt_time(results["execute_echo_duration_ms_field_s"]["p50"]))
+    row("  reference: posix_spawn /bin/bash -c %r (p50)" % EXEC_COMMAND, fmt_time(plain["p50"]))
+    row("execute p50 / posix_spawn p50", "%.1f" % results["execute_over_posix_spawn_p50"])
+    row("  reference: bare bwrap --unshare-all /bin/true (p50)", fmt_time(bw["p50"]))
 
     # --- ripgrep reference ----------------------------------------------------------------
     rg_argv = [rg, "-j2", "-l", NEEDLE, fixture]
