@@ -149,6 +149,15 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
                  "Largest file a sandboxed command may write, bytes (default 1 GiB; 0: none)");
   app.add_option("--open-files-limit", flags.sandbox_limits.open_files,
                  "Open files of a sandboxed command (default 1024)");
+  app.add_option("--python", flags.python.python,
+                 "Interpreter for run_python (default /usr/bin/python3)");
+  app.add_option("--python-sessions", flags.python.max_sessions,
+                 "run_python sessions per connection (default 8)")
+      ->check(CLI::Range(size_t{1}, size_t{256}));
+  int64_t idle_minutes = 30;
+  app.add_option("--python-idle", idle_minutes,
+                 "Minutes after which an unused run_python session is stopped (default 30)")
+      ->check(CLI::Range(int64_t{1}, int64_t{10080}));
   app.add_option("--cpu-limit", flags.sandbox_limits.cpu_seconds,
                  "CPU seconds of a sandboxed command (default 0: only the wall-clock timeout)");
   try {
@@ -196,6 +205,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (given("--open-files-limit")) c.sandbox_limits.open_files = flags.sandbox_limits.open_files;
   if (given("--cpu-limit")) c.sandbox_limits.cpu_seconds = flags.sandbox_limits.cpu_seconds;
+  if (given("--python")) c.python.python = flags.python.python;
+  if (given("--python-sessions")) c.python.max_sessions = flags.python.max_sessions;
+  if (given("--python-idle")) c.python.idle = std::chrono::minutes(idle_minutes);
 
   if (c.backend == "local") {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));

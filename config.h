@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
 #include "common/result.h"
 #include "permissions/ruleset.h"
@@ -30,6 +31,7 @@ struct Config {
   bool print_ruleset = false;
   std::string sandbox = "bwrap";  // or "none"
   SandboxLimits sandbox_limits;
+  PythonOptions python;
 };
 
 // What main() should do after parsing.

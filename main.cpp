@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -43,6 +44,7 @@ struct OpenedBackend {
   byd::StateBackend* state = nullptr;  // set when the backend is State
   std::string description;
   std::string sandbox_note;  // said in instructions when commands run unsandboxed
+  std::jthread verifier;     // last: joined before the backend it checks is destroyed
 };
 
 byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
@@ -61,12 +63,20 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
   options.limits = c.sandbox_limits;
   auto sandbox = byd::Sandbox::create(local->writableDirs(), options);
   if (sandbox.ok()) {
-    spdlog::info("sandbox: {}", (*sandbox)->layers());
+    // The kernel's answer comes in the background, so start-up does not wait for it.
+    const byd::Sandbox* box = sandbox->get();
+    out.verifier = std::jthread([box] {
+      if (byd::Status s = box->verify(); s.ok()) {
+        spdlog::info("sandbox: {}", box->layers());
+      } else {
+        spdlog::warn("execute and run_python are unavailable: {}", s.message());
+      }
+    });
     if (!options.isolate) {
       spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
       out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
     }
-    local->setSandbox(std::move(*sandbox));
+    local->setSandbox(std::move(*sandbox), "", c.python);
   } else {
     spdlog::warn("execute is unavailable: {}", sandbox.status().message());
     local->setSandbox(nullptr, sandbox.status().message());

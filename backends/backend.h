@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,28 @@ struct ExecResult {
   double duration_ms = 0;
 };
 
+// Code for a stateful Python session.
+struct PythonRequest {
+  std::string session = "default";
+  std::string code;
+  bool reset = false;
+  std::chrono::milliseconds timeout{30000};
+  size_t max_output = 100 * 1024;
+};
+
+struct PythonResult {
+  std::string stdout_data, stderr_data;
+  std::optional<std::string> result;  // repr of a trailing expression
+  bool has_error = false;
+  std::string error_type, error_message, traceback;
+  std::vector<std::string> png_images;  // base64
+  bool truncated = false;
+  bool timed_out = false;
+  bool state_lost = false;   // the kernel was killed; the session starts afresh next time
+  bool new_session = false;  // this call started (or restarted) the session
+  double duration_ms = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -91,6 +114,13 @@ class Backend {
     (void)request;
     (void)cancel;
     return unimplemented("this backend cannot run commands");
+  }
+  // Runs Python code in a named, persistent session.
+  virtual Result<PythonResult> runPython(const PythonRequest& request,
+                                         const CancelToken& cancel) const {
+    (void)request;
+    (void)cancel;
+    return unimplemented("this backend cannot run Python");
   }
   // Atomically replaces (or creates, or appends to) a regular file; creates parent directories;
   // keeps an existing file's permission bits.

@@ -239,7 +239,8 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
   const Tool* tool = findTool(p.name);
   if (tool == nullptr) return invalidArgument("unknown tool: " + p.name);
   const bool structured = atLeast(protocolVersion(), "2025-06-18");
-  if (tool->spec->operation == "execute" && !backend_.canExecute()) {
+  if ((tool->spec->operation == "execute" || tool->spec->operation == "python") &&
+      !backend_.canExecute()) {
     return invalidArgument("unknown tool: " + p.name);
   }
   // With a progressToken, long calls report progress as notifications/progress.
@@ -269,7 +270,10 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
 }
 
 bool Server::toolVisible(const Tool& tool) const {
-  if (tool.spec->operation == "execute" && !backend_.canExecute()) return false;
+  if ((tool.spec->operation == "execute" || tool.spec->operation == "python") &&
+      !backend_.canExecute()) {
+    return false;
+  }
   if (guard_ == nullptr) return true;
   const auto op = permissions::parseOperation(tool.spec->operation);
   return op && !guard_->hidden(*op);

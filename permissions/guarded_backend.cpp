@@ -84,4 +84,10 @@ Result<ExecResult> GuardedBackend::execute(const ExecRequest& request,
   return inner_.execute(request, cancel);
 }
 
+Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
+                                               const CancelToken& cancel) const {
+  BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_));
+  return inner_.runPython(request, cancel);
+}
+
 }  // namespace byd::permissions

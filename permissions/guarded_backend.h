@@ -33,6 +33,9 @@ class GuardedBackend : public Backend {
   bool canExecute() const override { return inner_.canExecute(); }
   // The command line is the target: checked (and asked about) here.
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
+  // The code is the target.
+  Result<PythonResult> runPython(const PythonRequest& request,
+                                 const CancelToken& cancel) const override;
 
   // Entries that listings dropped so far.
   size_t hiddenCount() const { return hidden_.load(); }

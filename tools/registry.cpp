@@ -19,13 +19,14 @@ extern const ToolSpec kEditFileTool;
 extern const ToolSpec kGlobTool;
 extern const ToolSpec kGrepTool;
 extern const ToolSpec kExecuteTool;
+extern const ToolSpec kRunPythonTool;
 
 namespace {
 
 // The table. Order is the order of tools/list.
-constexpr std::array<const ToolSpec*, 7> kSpecs = {
+constexpr std::array<const ToolSpec*, 8> kSpecs = {
     &kLsTool,   &kReadFileTool, &kWriteFileTool, &kEditFileTool,
-    &kGlobTool, &kGrepTool,     &kExecuteTool,
+    &kGlobTool, &kGrepTool,     &kExecuteTool,   &kRunPythonTool,
 };
 
 const nlohmann::json* schemaFor(std::string_view name, std::string_view which) {
@@ -84,7 +85,7 @@ nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolC
   nlohmann::json content = nlohmann::json::array();
   content.push_back({{"type", "text"}, {"text", std::move(text)}});
   for (auto& block : out->extra_content) content.push_back(std::move(block));
-  nlohmann::json result = {{"content", std::move(content)}, {"isError", false}};
+  nlohmann::json result = {{"content", std::move(content)}, {"isError", out->is_error}};
   if (structured) result["structuredContent"] = std::move(out->structured);
   return result;
 }

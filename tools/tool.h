@@ -50,6 +50,9 @@ struct ToolOutput {
   std::string text;
   json structured = json::object();
   std::vector<json> extra_content;
+  // A result that reports a failure of the user's own work (an exception in run_python) with
+  // all its facts: isError is set, structuredContent is kept.
+  bool is_error = false;
 };
 
 using ToolHandler = Result<ToolOutput> (*)(const json& args, ToolContext& ctx);

@@ -433,9 +433,52 @@ Result<WriteOutcome> LocalBackend::write(const std::string& key, std::string_vie
   return replaceAtomically(target, existing, data, mode == WriteMode::kCreate, loc.key);
 }
 
-void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not) {
+void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not,
+                              PythonOptions python) {
+  python_.reset();
   sandbox_ = std::move(sandbox);
   sandbox_unavailable_ = std::move(why_not);
+  if (sandbox_ && sandbox_->isolated()) {
+    python_ = std::make_unique<PythonSessions>(*sandbox_, root_.dir(), std::move(python));
+  }
+}
+
+Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
+                                             const CancelToken& cancel) const {
+  if (!python_) {
+    return failedPrecondition(
+        "Python cannot run: " +
+        (sandbox_ ? std::string("run_python needs the sandbox (it is off: --sandbox none)")
+         : sandbox_unavailable_.empty() ? std::string("no sandbox")
+                                        : sandbox_unavailable_));
+  }
+  BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
+                       python_->run(request.session, request.code, request.reset, request.timeout,
+                                    request.max_output, cancel));
+  PythonResult out;
+  const nlohmann::json& r = run.outcome.reply;
+  out.stdout_data = r.value("stdout", "");
+  out.stderr_data = r.value("stderr", "");
+  if (auto v = r.find("result"); v != r.end() && v->is_string()) out.result = v->get<std::string>();
+  if (auto e = r.find("error"); e != r.end() && e->is_object()) {
+    out.has_error = true;
+    out.error_type = e->value("type", "");
+    out.error_message = e->value("message", "");
+    out.traceback = e->value("traceback", "");
+  }
+  if (auto images = r.find("images"); images != r.end() && images->is_array()) {
+    for (const auto& image : *images) {
+      if (image.is_object() && image.value("mime", "") == "image/png") {
+        out.png_images.push_back(image.value("data", ""));
+      }
+    }
+  }
+  out.truncated = r.value("truncated", false);
+  out.duration_ms = r.value("duration_ms", 0.0);
+  out.timed_out = run.outcome.timed_out;
+  out.state_lost = run.outcome.state_lost;
+  out.new_session = run.new_session;
+  return out;
 }
 
 std::vector<std::string> LocalBackend::writableDirs() const {

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "backends/local/path_resolver.h"
+#include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
 
 namespace byd {
@@ -39,9 +40,12 @@ class LocalBackend : public Backend {
                              WriteMode mode) override;
   bool canExecute() const override { return true; }
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
+  Result<PythonResult> runPython(const PythonRequest& request,
+                                 const CancelToken& cancel) const override;
   // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and
   // says why.
-  void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "");
+  void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "",
+                  PythonOptions python = {});
   // Every directory a sandboxed process may write: the root and the --allow directories.
   std::vector<std::string> writableDirs() const;
 
@@ -66,6 +70,7 @@ class LocalBackend : public Backend {
   std::vector<PathResolver> allowed_;
   std::unique_ptr<Sandbox> sandbox_;
   std::string sandbox_unavailable_;
+  std::unique_ptr<PythonSessions> python_;  // after sandbox_: stopped before it
 };
 
 }  // namespace byd

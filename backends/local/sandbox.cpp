@@ -101,6 +101,35 @@ double msSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+ssize_t writeSomeNoSigpipe(int fd, std::string_view data) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  ssize_t n;
+  do {
+    n = write(fd, data.data(), data.size());
+  } while (n < 0 && errno == EINTR);
+  const int saved = errno;
+  if (n < 0 && saved == EPIPE) {
+    // Take the SIGPIPE this thread just earned, so unblocking does not deliver it.
+    const timespec zero{0, 0};
+    sigtimedwait(&pipe_set, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return n;
+}
+
+bool writeNoSigpipe(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = writeSomeNoSigpipe(fd, data);
+    if (n <= 0) return false;
+    data.remove_prefix(n);
+  }
+  return true;
+}
+
 Sandbox::Sandbox(std::vector<std::string> writable, SandboxOptions options)
     : writable_(std::move(writable)), options_(std::move(options)) {}
 
@@ -122,17 +151,6 @@ Status Sandbox::prepare() {
                                 "with --sandbox none to run commands without isolation");
     }
     BYD_ASSIGN_OR_RETURN(seccomp_bpf_, compileSeccomp());
-    RunRequest probe;
-    probe.argv = {"/bin/sh", "-c", "exit 0"};
-    probe.cwd = "/";
-    probe.env = {"PATH=/usr/bin:/bin"};
-    probe.timeout = std::chrono::seconds(10);
-    auto r = run(probe, CancelToken());
-    if (!r.ok() || r->exit_code != 0) {
-      return failedPrecondition("the kernel refused the sandbox's namespaces (" +
-                                (r.ok() ? r->stderr_data.substr(0, 200) : r.status().message()) +
-                                "); start with --sandbox none to run commands without isolation");
-    }
     layers = {"namespaces (user, mount, pid, net, ipc, uts)", "no capabilities", "no_new_privs",
               "seccomp"};
   } else {
@@ -146,7 +164,29 @@ Status Sandbox::prepare() {
   return okStatus();
 }
 
-std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int seccomp_fd) const {
+Status Sandbox::verify() const {
+  // Once, and not at start-up: a sandboxed `exit 0` costs tens of milliseconds that the
+  // server's start need not wait for. Whoever runs first waits for it.
+  std::call_once(verified_once_, [this] {
+    if (!options_.isolate) return;
+    RunRequest probe;
+    probe.argv = {"/bin/sh", "-c", "exit 0"};
+    probe.cwd = "/";
+    probe.env = {"PATH=/usr/bin:/bin"};
+    probe.timeout = std::chrono::seconds(10);
+    auto r = runUnchecked(probe, CancelToken());
+    if (!r.ok() || r->exit_code != 0) {
+      verified_ =
+          failedPrecondition("the kernel refused the sandbox's namespaces (" +
+                             (r.ok() ? r->stderr_data.substr(0, 200) : r.status().message()) +
+                             "); start with --sandbox none to run commands without isolation");
+    }
+  });
+  return verified_;
+}
+
+std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int seccomp_fd,
+                                               const LaunchExtras& extras) const {
   if (!options_.isolate) return request.argv;
   std::vector<std::string> a = {options_.bwrap,
                                 "--unshare-user",
@@ -161,7 +201,6 @@ std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int se
                                 "1000",
                                 "--hostname",
                                 "sandbox",
-                                "--die-with-parent",
                                 "--new-session",
                                 "--cap-drop",
                                 "ALL",
@@ -193,6 +232,8 @@ std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int se
   a.insert(a.end(), {"--remount-ro", "/"});
   a.insert(a.end(), {"--chdir", request.cwd});
   if (seccomp_fd >= 0) a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
+  a.insert(a.end(), extras.args.begin(), extras.args.end());
+  if (extras.die_with_parent) a.push_back("--die-with-parent");
   a.push_back("--");
   a.insert(a.end(), request.argv.begin(), request.argv.end());
   return a;
@@ -208,7 +249,8 @@ struct ChildSetup {
   int stdin_fd, stdout_fd, stderr_fd, seccomp_fd;
   const std::vector<int>* cgroup_fds;
   std::vector<std::pair<int, rlim_t>> rlimits;
-  const char* chdir_to;  // --sandbox none only
+  const char* chdir_to;      // --sandbox none only
+  std::vector<int> inherit;  // descriptors bwrap reads after exec (data files, status)
 };
 
 [[noreturn]] void childMain(const ChildSetup& s) {
@@ -224,6 +266,7 @@ struct ChildSetup {
   dup2(s.stdout_fd, STDOUT_FILENO);
   dup2(s.stderr_fd, STDERR_FILENO);
   if (s.seccomp_fd >= 0) fcntl(s.seccomp_fd, F_SETFD, 0);  // bwrap reads it after exec
+  for (int fd : s.inherit) fcntl(fd, F_SETFD, 0);
   if (s.chdir_to != nullptr && chdir(s.chdir_to) != 0) _exit(126);
   execve(s.argv[0], s.argv.data(), s.envp.data());
   _exit(127);
@@ -311,7 +354,7 @@ static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const R
       err_open = pump(err_r, r.stderr_data, request.max_output, r.stderr_truncated, tail);
     if (in_open && fds[2].revents) {
       const ssize_t n =
-          write(stdin_w, request.stdin_data.data() + in_off, request.stdin_data.size() - in_off);
+          writeSomeNoSigpipe(stdin_w, std::string_view(request.stdin_data).substr(in_off));
       if (n > 0) in_off += n;
       if ((n < 0 && errno != EAGAIN) || in_off == request.stdin_data.size()) {
         close(stdin_w);
@@ -333,8 +376,15 @@ static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const R
   return r;
 }
 
-Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& cancel) const {
-  const auto start = std::chrono::steady_clock::now();
+Result<Sandbox::Started> Sandbox::start(const RunRequest& request, const LaunchExtras& extras,
+                                        bool stdin_pipe) const {
+  BYD_RETURN_IF_ERROR(verify());
+  return startUnchecked(request, extras, stdin_pipe);
+}
+
+Result<Sandbox::Started> Sandbox::startUnchecked(const RunRequest& request,
+                                                 const LaunchExtras& extras,
+                                                 bool stdin_pipe) const {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
@@ -349,18 +399,20 @@ Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& can
     lseek(seccomp_fd, 0, SEEK_SET);
   }
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  CgroupRun cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
+  Started started;
+  started.cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
 
   ChildSetup s;
-  s.argv_storage = launcherArgs(request, seccomp_fd);
+  s.argv_storage = launcherArgs(request, seccomp_fd, extras);
   s.env_storage = request.env;
   toCStrings(s.argv_storage, s.argv);
   toCStrings(s.env_storage, s.envp);
-  s.stdin_fd = request.stdin_data.empty() ? devnull : in[0];
+  s.stdin_fd = stdin_pipe ? in[0] : devnull;
   s.stdout_fd = out[1];
   s.stderr_fd = err[1];
   s.seccomp_fd = seccomp_fd;
-  s.cgroup_fds = &cgroup.procsFds();
+  s.cgroup_fds = &started.cgroup.procsFds();
+  s.inherit = extras.fds;
   const SandboxLimits& l = options_.limits;
   if (l.memory_bytes) s.rlimits.push_back({RLIMIT_AS, l.memory_bytes});
   if (l.file_size_bytes) s.rlimits.push_back({RLIMIT_FSIZE, l.file_size_bytes});
@@ -379,8 +431,24 @@ Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& can
     for (int fd : {in[1], out[0], err[0]}) close(fd);
     return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
   }
-  RunResult result = supervise(pid, in[1], out[0], err[0], request, cancel, cgroup, start);
-  return result;
+  started.pid = pid;
+  started.stdin_w = in[1];
+  started.stdout_r = out[0];
+  started.stderr_r = err[0];
+  return started;
+}
+
+Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& cancel) const {
+  BYD_RETURN_IF_ERROR(verify());
+  return runUnchecked(request, cancel);
+}
+
+Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
+                                        const CancelToken& cancel) const {
+  const auto start_time = std::chrono::steady_clock::now();
+  BYD_ASSIGN_OR_RETURN(Started p,
+                       startUnchecked(request, LaunchExtras{}, !request.stdin_data.empty()));
+  return supervise(p.pid, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, p.cgroup, start_time);
 }
 
 }  // namespace byd

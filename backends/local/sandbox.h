@@ -9,17 +9,17 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/local/sandbox_cgroup.h"
 #include "common/cancel.h"
 #include "common/result.h"
 
 namespace byd {
-
-class CgroupSet;
 
 struct SandboxLimits {
   uint64_t memory_bytes = uint64_t{1} << 30;
@@ -48,6 +48,12 @@ struct RunRequest {
 
 using RunResult = ExecResult;
 
+// Writes all of `data` to a pipe; false when the reader has gone. Never raises SIGPIPE, which
+// would end a process that has not ignored it.
+bool writeNoSigpipe(int fd, std::string_view data);
+// One write(2) of as much of `data` as the pipe takes, SIGPIPE-free; -1 with errno on error.
+ssize_t writeSomeNoSigpipe(int fd, std::string_view data);
+
 class Sandbox {
  public:
   // Probes what the kernel allows (a sandboxed `true` must run) and prepares the filter.
@@ -56,15 +62,39 @@ class Sandbox {
                                                  SandboxOptions options);
   ~Sandbox();
 
+  // Runs a sandboxed `exit 0` once (later calls return the first answer): OK, or why the
+  // kernel refuses the sandbox. run() and start() wait for it.
+  Status verify() const;
   // One line for the start-up log: the layers in force.
   const std::string& layers() const { return layers_; }
   bool isolated() const { return options_.isolate; }
 
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
+  // What a long-lived process (a Python kernel) adds to the launcher.
+  struct LaunchExtras {
+    std::vector<std::string> args;  // more bwrap arguments, e.g. --ro-bind-data FD DEST
+    std::vector<int> fds;           // descriptors those arguments name (kept across exec)
+    // --die-with-parent ties the sandbox to the *thread* that forked it. A kernel started from
+    // a short-lived thread must not use it; it ends instead when its stdin closes.
+    bool die_with_parent = true;
+  };
+  // A started process with its pipes; the caller owns them and the cgroup.
+  struct Started {
+    pid_t pid = -1;  // the launcher
+    int stdin_w = -1, stdout_r = -1, stderr_r = -1;
+    CgroupRun cgroup;
+  };
+  Result<Started> start(const RunRequest& request, const LaunchExtras& extras,
+                        bool stdin_pipe) const;
+
  private:
   Sandbox(std::vector<std::string> writable, SandboxOptions options);
-  std::vector<std::string> launcherArgs(const RunRequest& request, int seccomp_fd) const;
+  std::vector<std::string> launcherArgs(const RunRequest& request, int seccomp_fd,
+                                        const LaunchExtras& extras) const;
+  Result<RunResult> runUnchecked(const RunRequest& request, const CancelToken& cancel) const;
+  Result<Started> startUnchecked(const RunRequest& request, const LaunchExtras& extras,
+                                 bool stdin_pipe) const;
   Status prepare();
 
   const std::vector<std::string> writable_;
@@ -72,6 +102,8 @@ class Sandbox {
   std::string layers_;
   std::vector<char> seccomp_bpf_;       // the compiled filter, copied into a memfd per run
   std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
+  mutable std::once_flag verified_once_;
+  mutable Status verified_;
 };
 
 }  // namespace byd

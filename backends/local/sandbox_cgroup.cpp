@@ -79,7 +79,18 @@ void CgroupRun::killAll() const {
   }
 }
 
-CgroupRun::~CgroupRun() {
+CgroupRun& CgroupRun::operator=(CgroupRun&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owner_ = other.owner_;
+    slot_ = std::move(other.slot_);
+    other.owner_ = nullptr;
+    other.slot_ = CgroupSlot{};
+  }
+  return *this;
+}
+
+void CgroupRun::reset() {
   if (owner_ == nullptr || slot_.dirs.empty()) return;
   // Nothing of a run may outlive its call: kill until the groups are empty (a fork loop can
   // add processes between one look and the next), for at most two seconds.
@@ -96,6 +107,8 @@ CgroupRun::~CgroupRun() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   owner_->release(std::move(slot_));
+  owner_ = nullptr;
+  slot_ = CgroupSlot{};
 }
 
 std::unique_ptr<CgroupSet> CgroupSet::create(const SandboxLimits& limits) {

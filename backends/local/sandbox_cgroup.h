@@ -32,8 +32,10 @@ class CgroupRun {
   CgroupRun() = default;
   CgroupRun(const CgroupSet* owner, CgroupSlot slot);
   CgroupRun(CgroupRun&& other) noexcept;
-  CgroupRun& operator=(CgroupRun&&) = delete;
-  ~CgroupRun();
+  CgroupRun& operator=(CgroupRun&& other) noexcept;
+  ~CgroupRun() { reset(); }
+  // Empties the groups (kills what is left) and gives them back; the run then holds none.
+  void reset();
 
   const std::vector<int>& procsFds() const { return slot_.procs_fds; }
   // SIGKILLs every process still in the groups.

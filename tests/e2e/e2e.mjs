@@ -229,7 +229,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
   });
 
   // execute exists only where commands can run: the Local backend.
-  const expectedTools = label === 'local' ? [...TOOL_NAMES, 'execute'] : TOOL_NAMES;
+  const expectedTools = label === 'local' ? [...TOOL_NAMES, 'execute', 'run_python'] : TOOL_NAMES;
   await check(`tools/list: all ${expectedTools.length} tools with schemas, title and annotations`, async () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
@@ -272,6 +272,20 @@ async function suite(binary, label, args, { cwd, pngPath }) {
       assert.equal(r.structuredContent.timed_out, false);
       assert.ok(seen.length >= 1, 'no progress notification arrived');
       assert.match(seen[seen.length - 1].message ?? '', /^line/);
+    });
+  }
+
+  if (label === 'local') {
+    await check('run_python keeps state between calls and reports exceptions', async () => {
+      const first = await call('run_python', { code: 'total = 40\nprint("set")' });
+      assertOk(first);
+      assert.equal(first.structuredContent.stdout, 'set\n');
+      const second = await call('run_python', { code: 'total + 2' });
+      assertOk(second);
+      assert.equal(second.structuredContent.result, '42');
+      const bad = await call('run_python', { code: 'int("x")' });
+      assert.equal(bad.isError, true);
+      assert.equal(bad.structuredContent.error.type, 'ValueError');
     });
   }
 

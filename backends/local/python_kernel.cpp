@@ -1,0 +1,193 @@
+#include "backends/local/python_kernel.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+namespace byd {
+
+extern const char kPythonKernelSource[];
+
+namespace {
+
+constexpr const char* kKernelPath = "/tmp/.backyard-mcp/kernel.py";
+
+void writeAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    size -= n;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox,
+                                                          const std::string& python,
+                                                          const std::string& cwd) {
+  std::unique_ptr<PythonKernel> k(new PythonKernel());
+  // The kernel's source goes in as a read-only file; bwrap reports the kernel's host pid on a
+  // status pipe, since pid 1 inside is not a pid the server can signal.
+  const int source = memfd_create("byd-kernel", MFD_CLOEXEC);
+  int status[2];
+  if (source < 0 || pipe2(status, O_CLOEXEC) != 0) return internalError("cannot prepare a kernel");
+  writeAll(source, kPythonKernelSource, strlen(kPythonKernelSource));
+  lseek(source, 0, SEEK_SET);
+  RunRequest request;
+  request.argv = {python, "-I", "-S", "-u", kKernelPath};
+  request.cwd = cwd;
+  request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
+  Sandbox::LaunchExtras extras;
+  if (sandbox.isolated()) {
+    extras.args = {"--as-pid-1", "--ro-bind-data",   std::to_string(source),
+                   kKernelPath,  "--json-status-fd", std::to_string(status[1])};
+    extras.fds = {source, status[1]};
+    extras.die_with_parent = false;
+  } else {
+    return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
+  }
+  auto started = sandbox.start(request, extras, /*stdin_pipe=*/true);
+  close(source);
+  close(status[1]);
+  if (!started.ok()) {
+    close(status[0]);
+    return started.status();
+  }
+  k->proc_ = std::move(*started);
+  // The first status line names the child: {"child-pid": 1234}.
+  std::string line;
+  char c;
+  pollfd pfd{status[0], POLLIN, 0};
+  while (line.find('\n') == std::string::npos && poll(&pfd, 1, 10000) > 0 &&
+         read(status[0], &c, 1) == 1) {
+    line += c;
+  }
+  close(status[0]);
+  auto doc = nlohmann::json::parse(line, nullptr, false);
+  if (doc.is_object() && doc.contains("child-pid") && doc["child-pid"].is_number_integer()) {
+    k->kernel_pid_ = doc["child-pid"].get<pid_t>();
+  }
+  for (int fd : {k->proc_.stdout_r, k->proc_.stderr_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
+  auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
+  if (!ready.ok() || ready->value("type", "") != "ready" || k->kernel_pid_ <= 0) {
+    return failedPrecondition("the Python kernel did not start (" +
+                              (ready.ok() ? ready->dump() : ready.status().message()) + ")");
+  }
+  return k;
+}
+
+PythonKernel::~PythonKernel() {
+  if (alive_) {
+    send({{"type", "shutdown"}}).ok();
+  }
+  kill();
+}
+
+void PythonKernel::kill() {
+  if (proc_.pid > 0) {
+    ::kill(proc_.pid, SIGKILL);
+    waitpid(proc_.pid, nullptr, 0);
+    proc_.pid = -1;
+  }
+  proc_.cgroup.reset();
+  for (int* fd : {&proc_.stdin_w, &proc_.stdout_r, &proc_.stderr_r}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  alive_ = false;
+}
+
+Status PythonKernel::send(const nlohmann::json& message) {
+  const std::string body = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const uint32_t n = static_cast<uint32_t>(body.size());
+  const char header[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  std::string frame(header, 4);
+  frame += body;
+  return writeNoSigpipe(proc_.stdin_w, frame) ? okStatus()
+                                              : failedPrecondition("the Python kernel is gone");
+}
+
+Result<nlohmann::json> PythonKernel::receive(std::chrono::steady_clock::time_point deadline,
+                                             const CancelToken* cancel) {
+  char buf[1 << 16];
+  while (true) {
+    if (in_buf_.size() >= 4) {
+      const auto* h = reinterpret_cast<const unsigned char*>(in_buf_.data());
+      const size_t n = size_t{h[0]} << 24 | size_t{h[1]} << 16 | size_t{h[2]} << 8 | h[3];
+      if (in_buf_.size() >= 4 + n) {
+        auto doc = nlohmann::json::parse(in_buf_.substr(4, n), nullptr, false);
+        in_buf_.erase(0, 4 + n);
+        if (doc.is_discarded()) return internalError("the Python kernel sent a bad frame");
+        return doc;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return Status(Code::kDeadlineExceeded, "no answer in time");
+    if (cancel && cancel->cancelled()) return cancelled("cancelled");
+    const int wait_ms = static_cast<int>(std::min<int64_t>(
+        50, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
+    pollfd fds[2] = {{proc_.stdout_r, POLLIN, 0}, {proc_.stderr_r, POLLIN, 0}};
+    poll(fds, 2, wait_ms);
+    if (fds[1].revents) {
+      // The kernel's stderr carries only stray output and its own failures: log, never block.
+      const ssize_t n = read(proc_.stderr_r, buf, sizeof buf);
+      if (n > 0) spdlog::debug("python kernel: {}", std::string_view(buf, n));
+    }
+    if (fds[0].revents) {
+      const ssize_t n = read(proc_.stdout_r, buf, sizeof buf);
+      if (n == 0) return failedPrecondition("the Python kernel exited");
+      if (n > 0) in_buf_.append(buf, n);
+    }
+  }
+}
+
+Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
+                                                 std::chrono::milliseconds timeout,
+                                                 size_t max_output, const CancelToken& cancel) {
+  if (!alive_) return failedPrecondition("the Python kernel is gone");
+  const uint64_t id = next_id_++;
+  BYD_RETURN_IF_ERROR(
+      send({{"type", "exec"}, {"id", id}, {"code", code}, {"max_output", max_output}}));
+  Outcome out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool interrupted = false;
+  while (true) {
+    auto reply = receive(deadline, interrupted ? nullptr : &cancel);
+    if (reply.ok()) {
+      if (reply->value("type", "") == "result" && reply->value("id", uint64_t{0}) == id) {
+        out.reply = std::move(*reply);
+        return out;
+      }
+      continue;  // a stray message (an old pong): skip it
+    }
+    const Code code_ = reply.status().code();
+    if ((code_ == Code::kDeadlineExceeded || code_ == Code::kCancelled) && !interrupted) {
+      // First the gentle way: KeyboardInterrupt in the cell, the session survives.
+      out.timed_out = code_ == Code::kDeadlineExceeded;
+      ::kill(kernel_pid_, SIGINT);
+      interrupted = true;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      if (code_ == Code::kCancelled) out.timed_out = false;
+      continue;
+    }
+    // No answer even to SIGINT, or the kernel died: it is gone, and its state with it.
+    spdlog::warn("python kernel lost: {}", reply.status().message());
+    kill();
+    out.state_lost = true;
+    out.reply = nlohmann::json::object();
+    if (cancel.cancelled()) return cancelled("cancelled");
+    return out;
+  }
+}
+
+}  // namespace byd

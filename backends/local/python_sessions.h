@@ -1,0 +1,53 @@
+#pragma once
+// The run_python sessions of one client connection: named kernels (at most `max_sessions`),
+// each used by one call at a time, stopped after `idle` without use, and one spare kernel
+// started ahead of need so a new session does not wait for Python to boot. Thread-safe.
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/local/python_kernel.h"
+
+namespace byd {
+
+struct PythonOptions {
+  std::string python = "/usr/bin/python3";
+  size_t max_sessions = 8;
+  std::chrono::seconds idle{30 * 60};
+};
+
+class PythonSessions {
+ public:
+  PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options);
+  ~PythonSessions();
+
+  struct Run {
+    PythonKernel::Outcome outcome;
+    bool new_session = false;  // this call started the session (or restarted it)
+  };
+  Result<Run> run(const std::string& session, const std::string& code, bool reset,
+                  std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel);
+
+ private:
+  struct Session {
+    std::mutex busy;  // one exec at a time
+    std::unique_ptr<PythonKernel> kernel;
+    std::chrono::steady_clock::time_point last_used;
+  };
+  Result<std::unique_ptr<PythonKernel>> takeSpare();
+  void startSpare();
+  void reapIdle();
+
+  const Sandbox& sandbox_;
+  const std::string cwd_;
+  const PythonOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  std::future<Result<std::unique_ptr<PythonKernel>>> spare_;
+};
+
+}  // namespace byd

@@ -1,0 +1,175 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "backends/local/local_backend.h"
+#include "backends/local/sandbox.h"
+#include "schemas/validator.h"
+#include "tests/test_util.h"
+#include "tools/registry.h"
+
+namespace byd::testing {
+namespace {
+
+using nlohmann::json;
+
+// run_python on a Local backend with the real sandbox and kernel.
+class RunPythonTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    auto local = LocalBackend::open(tmp_->str(), {});
+    ASSERT_TRUE(local.ok()) << local.status().toString();
+    auto sandbox = Sandbox::create((*local)->writableDirs(), SandboxOptions{});
+    ASSERT_TRUE(sandbox.ok()) << sandbox.status().toString();
+    PythonOptions python;
+    python.max_sessions = 16;  // the tests below use more than the default 8
+    (*local)->setSandbox(std::move(*sandbox), "", python);
+    backend_ = local->release();
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    delete tmp_;
+  }
+
+  json run(json args) {
+    const Tool* tool = findTool("run_python");
+    EXPECT_NE(tool, nullptr);
+    CancelToken cancel;
+    ToolContext ctx{*backend_, limits_, cancel};
+    json r = callTool(*tool, args, ctx, true);
+    if (r.contains("structuredContent")) {
+      Status s = schemas::validate(*tool->output_schema, r["structuredContent"], "output");
+      EXPECT_TRUE(s.ok()) << s.message();
+    }
+    return r;
+  }
+
+  static TempDir* tmp_;
+  static LocalBackend* backend_;
+  Limits limits_;
+};
+
+TempDir* RunPythonTest::tmp_ = nullptr;
+LocalBackend* RunPythonTest::backend_ = nullptr;
+
+TEST_F(RunPythonTest, StatePersistsAndTrailingExpressionIsTheResult) {
+  json a = run({{"code", "x = 20\nprint('set')"}, {"session", "state"}});
+  EXPECT_EQ(a["isError"], false) << a.dump();
+  EXPECT_EQ(a["structuredContent"]["stdout"], "set\n");
+  EXPECT_TRUE(a["structuredContent"]["result"].is_null());
+  json b = run({{"code", "x + 22"}, {"session", "state"}});
+  EXPECT_EQ(b["structuredContent"]["result"], "42");
+  EXPECT_NE(b["content"][0]["text"].get<std::string>().find("=> 42"), std::string::npos);
+}
+
+TEST_F(RunPythonTest, ExceptionIsAnErrorWithTraceback) {
+  json r = run({{"code", "def f():\n    return 1 / 0\n\nf()"}, {"session", "err"}});
+  EXPECT_EQ(r["isError"], true);
+  const json& e = r["structuredContent"]["error"];
+  EXPECT_EQ(e["type"], "ZeroDivisionError");
+  EXPECT_EQ(e["message"], "division by zero");
+  EXPECT_NE(e["traceback"].get<std::string>().find("line 2, in f"), std::string::npos) << e.dump();
+  EXPECT_EQ(e["traceback"].get<std::string>().find("kernel.py"), std::string::npos);
+  // The session survives its exceptions.
+  EXPECT_EQ(run({{"code", "f.__name__"}, {"session", "err"}})["structuredContent"]["result"],
+            "'f'");
+}
+
+TEST_F(RunPythonTest, SessionsAreIsolatedAndResetForgets) {
+  run({{"code", "secret = 'one'"}, {"session", "a"}});
+  json b = run({{"code", "'secret' in globals()"}, {"session", "b"}});
+  EXPECT_EQ(b["structuredContent"]["result"], "False");
+  json reset = run({{"code", "'secret' in globals()"}, {"session", "a"}, {"reset", true}});
+  EXPECT_EQ(reset["structuredContent"]["result"], "False");
+  EXPECT_EQ(reset["structuredContent"]["new_session"], true);
+}
+
+TEST_F(RunPythonTest, TimeoutInterruptsAndKeepsTheSession) {
+  run({{"code", "kept = 7"}, {"session", "slow"}});
+  json r = run({{"code", "while True:\n    pass"}, {"session", "slow"}, {"timeout_s", 1}});
+  EXPECT_EQ(r["structuredContent"]["timed_out"], true);
+  EXPECT_EQ(r["structuredContent"]["state_lost"], false);
+  EXPECT_EQ(r["structuredContent"]["error"]["type"], "KeyboardInterrupt");
+  EXPECT_EQ(run({{"code", "kept"}, {"session", "slow"}})["structuredContent"]["result"], "7");
+}
+
+TEST_F(RunPythonTest, UnstoppableCodeLosesTheSession) {
+  run({{"code", "lost = 1"}, {"session", "stubborn"}});
+  json r = run({{"code",
+                 "while True:\n    try:\n        while True:\n            pass\n"
+                 "    except BaseException:\n        pass"},
+                {"session", "stubborn"},
+                {"timeout_s", 1}});
+  EXPECT_EQ(r["structuredContent"]["state_lost"], true) << r.dump();
+  EXPECT_EQ(r["isError"], true);
+  json next = run({{"code", "'lost' in globals()"}, {"session", "stubborn"}});
+  EXPECT_EQ(next["structuredContent"]["result"], "False");
+  EXPECT_EQ(next["structuredContent"]["new_session"], true);
+}
+
+TEST_F(RunPythonTest, MemoryErrorLeavesTheSessionAlive) {
+  run({{"code", "alive = True"}, {"session", "mem"}});
+  json r = run({{"code", "bytearray(2**60)"}, {"session", "mem"}});
+  const std::string type = r["structuredContent"]["error"]["type"];
+  EXPECT_TRUE(type == "MemoryError" || type == "OverflowError") << type;
+  EXPECT_EQ(run({{"code", "alive"}, {"session", "mem"}})["structuredContent"]["result"], "True");
+}
+
+TEST_F(RunPythonTest, SessionLimitIsEnforced) {
+  PythonOptions python;
+  python.max_sessions = 1;
+  TempDir tmp;
+  auto local = LocalBackend::open(tmp.str(), {});
+  ASSERT_TRUE(local.ok());
+  auto sandbox = Sandbox::create((*local)->writableDirs(), SandboxOptions{});
+  ASSERT_TRUE(sandbox.ok());
+  (*local)->setSandbox(std::move(*sandbox), "", python);
+  CancelToken cancel;
+  PythonRequest first;
+  first.code = "1";
+  EXPECT_TRUE((*local)->runPython(first, cancel).ok());
+  PythonRequest second = first;
+  second.session = "another";
+  auto r = (*local)->runPython(second, cancel);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "there are already 1 Python sessions (the limit); reuse one of them");
+}
+
+TEST_F(RunPythonTest, FilesPersistInTheWorkspace) {
+  run({{"code", "open('from_python.txt', 'w').write('hi')"}, {"session", "files"}});
+  EXPECT_EQ(tmp_->read("from_python.txt"), "hi");
+}
+
+TEST_F(RunPythonTest, EscapesFail) {
+  json r = run({{"code",
+                 "import os, socket\n"
+                 "out = []\n"
+                 "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+                 "    out.append('net')\nexcept OSError:\n    pass\n"
+                 "for p in ('/etc/x', '/usr/x'):\n"
+                 "    try:\n        open(p, 'w')\n        out.append(p)\n"
+                 "    except OSError:\n        pass\n"
+                 "out.append(str(os.path.exists('/root') or os.path.exists('/home')))\n"
+                 "out.append([l for l in open('/proc/self/status') if "
+                 "l.startswith('CapEff')][0].split()[1])\n"
+                 "out"},
+                {"session", "escape"}});
+  EXPECT_EQ(r["structuredContent"]["result"], "['False', '0000000000000000']") << r.dump();
+}
+
+TEST_F(RunPythonTest, MatplotlibFigureComesBackAsAnImage) {
+  json r = run({{"code", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nNone"},
+                {"session", "plot"},
+                {"timeout_s", 60}});
+  ASSERT_EQ(r["isError"], false) << r.dump().substr(0, 2000);
+  ASSERT_EQ(r["content"].size(), 2u);
+  EXPECT_EQ(r["content"][1]["type"], "image");
+  EXPECT_EQ(r["content"][1]["mimeType"], "image/png");
+  EXPECT_EQ(r["content"][1]["data"].get<std::string>().substr(0, 8), "iVBORw0K");  // PNG magic
+}
+
+}  // namespace
+}  // namespace byd::testing

@@ -1,0 +1,93 @@
+// run_python: code in a persistent CPython session, like a notebook cell.
+
+#include <cmath>
+
+#include "common/text.h"
+#include "tools/tool.h"
+
+namespace byd {
+namespace {
+
+std::string describe(const PythonResult& r, const std::string& session) {
+  std::string text;
+  if (!r.stdout_data.empty()) text += r.stdout_data + (r.stdout_data.back() == '\n' ? "" : "\n");
+  if (!r.stderr_data.empty()) {
+    text += "--- stderr ---\n" + r.stderr_data + (r.stderr_data.back() == '\n' ? "" : "\n");
+  }
+  if (r.result) text += "=> " + *r.result + "\n";
+  if (r.has_error)
+    text += r.traceback.empty() ? r.error_type + ": " + r.error_message + "\n"
+                                : r.traceback + (r.traceback.back() == '\n' ? "" : "\n");
+  if (r.timed_out && !r.state_lost) {
+    text += "[interrupted at the timeout; session '" + session + "' and its variables are kept]\n";
+  }
+  if (r.state_lost) {
+    text += "[the code did not stop at the timeout and the session was killed: session '" +
+            session + "' lost its state and starts afresh on the next call]\n";
+  }
+  if (!r.png_images.empty()) text += "[" + std::to_string(r.png_images.size()) + " figure(s)]\n";
+  if (r.truncated) text += "[output cut at the output limit]\n";
+  if (text.empty()) text = "(no output)\n";
+  return text;
+}
+
+Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
+  PythonRequest req;
+  req.code = argString(args, "code");
+  req.session = argString(args, "session", "default");
+  req.reset = argBool(args, "reset");
+  req.timeout = std::chrono::seconds(
+      std::min<int64_t>(argInt(args, "timeout_s", 30), ctx.limits.max_timeout_s));
+  req.max_output = ctx.limits.max_output_bytes;
+  BYD_ASSIGN_OR_RETURN(PythonResult r, ctx.backend.runPython(req, ctx.cancel));
+  if (ctx.cancel.cancelled()) return cancelled("cancelled");
+
+  ToolOutput out;
+  out.text = describe(r, req.session);
+  json error = nullptr;
+  if (r.has_error) {
+    error = {{"type", r.error_type}, {"message", r.error_message}, {"traceback", r.traceback}};
+  } else if (r.state_lost) {
+    error = {{"type", "SessionLost"},
+             {"message", "the code did not stop at the timeout; the session was killed"},
+             {"traceback", ""}};
+  }
+  out.structured = {{"session", req.session},
+                    {"stdout", repairUtf8(r.stdout_data)},
+                    {"stderr", repairUtf8(r.stderr_data)},
+                    {"result", r.result ? json(repairUtf8(*r.result)) : json(nullptr)},
+                    {"error", error},
+                    {"timed_out", r.timed_out},
+                    {"state_lost", r.state_lost},
+                    {"new_session", r.new_session},
+                    {"truncated", r.truncated},
+                    {"duration_ms", std::round(r.duration_ms * 100) / 100}};
+  for (const std::string& png : r.png_images) {
+    out.extra_content.push_back({{"type", "image"}, {"data", png}, {"mimeType", "image/png"}});
+  }
+  // An exception in user code is a result the model must see as a failure.
+  out.is_error = r.has_error || r.state_lost;
+  return out;
+}
+
+}  // namespace
+
+extern const ToolSpec kRunPythonTool = {
+    .name = "run_python",
+    .operation = "python",
+    .title = "Run Python",
+    .description =
+        "Run Python 3 code in a persistent session, like a notebook cell: variables, imports "
+        "and functions stay from one call to the next (per `session`, default \"default\"; "
+        "`reset` starts it afresh). Returns stdout, stderr, the repr of a trailing expression "
+        "as `result`, and an exception's type, message and traceback. Open matplotlib figures "
+        "come back as images. Runs in the sandbox (no network; the workspace is the current "
+        "directory); at the timeout the cell gets KeyboardInterrupt, then the session is "
+        "killed if it does not stop.",
+    .read_only = false,
+    .destructive = true,
+    .idempotent = false,
+    .handler = runRunPython,
+};
+
+}  // namespace byd
