@@ -110,6 +110,8 @@ std::string instructions(const OpenedBackend& b, const byd::permissions::Guard& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The sandbox starts this binary again, inside it, as the launcher of its commands.
+  if (auto helper = byd::runSandboxHelper(argc, argv)) return *helper;
   signal(SIGPIPE, SIG_IGN);
   auto parsed = byd::parseCommandLine(argc, argv, BYD_VERSION);
   if (!parsed.ok()) {

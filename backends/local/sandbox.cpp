@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <seccomp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,75 +20,13 @@
 #include <sstream>
 
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/local/sandbox_cgroup.h"
+#include "backends/local/sandbox_seccomp.h"
 
 namespace byd {
 namespace {
-
-// System calls a sandboxed program has no business making; refused with EPERM.
-constexpr const char* kDeniedSyscalls[] = {"ptrace",
-                                           "process_vm_readv",
-                                           "process_vm_writev",
-                                           "mount",
-                                           "umount2",
-                                           "unshare",
-                                           "setns",
-                                           "keyctl",
-                                           "add_key",
-                                           "request_key",
-                                           "bpf",
-                                           "perf_event_open",
-                                           "kexec_load",
-                                           "kexec_file_load",
-                                           "init_module",
-                                           "finit_module",
-                                           "delete_module",
-                                           "io_uring_setup",
-                                           "io_uring_enter",
-                                           "io_uring_register",
-                                           "pivot_root",
-                                           "chroot",
-                                           "swapon",
-                                           "swapoff",
-                                           "reboot",
-                                           "open_by_handle_at",
-                                           "userfaultfd"};
-
-Result<std::vector<char>> compileSeccomp() {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (ctx == nullptr) return internalError("seccomp_init failed");
-  int rc = 0;
-  for (const char* name : kDeniedSyscalls) {
-    const int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-  }
-  // TIOCSTI pushes input into a terminal; TIOCLINUX can do the same on a console.
-  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI), 0x541CUL /*TIOCLINUX*/}) {
-    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, request));
-  }
-  // New user namespaces through clone() would undo the filter's point.
-  rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                         SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-  rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-  if (rc != 0) {
-    seccomp_release(ctx);
-    return internalError("building the seccomp filter failed");
-  }
-  const int fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
-  std::vector<char> bpf;
-  if (fd >= 0 && seccomp_export_bpf(ctx, fd) == 0) {
-    const off_t size = lseek(fd, 0, SEEK_END);
-    bpf.resize(size > 0 ? size : 0);
-    if (pread(fd, bpf.data(), bpf.size(), 0) != static_cast<ssize_t>(bpf.size())) bpf.clear();
-  }
-  if (fd >= 0) close(fd);
-  seccomp_release(ctx);
-  if (bpf.empty()) return internalError("exporting the seccomp filter failed");
-  return bpf;
-}
 
 bool isSymlink(const char* path) {
   struct stat st;
@@ -133,7 +72,10 @@ bool writeNoSigpipe(int fd, std::string_view data) {
 Sandbox::Sandbox(std::vector<std::string> writable, SandboxOptions options)
     : writable_(std::move(writable)), options_(std::move(options)) {}
 
-Sandbox::~Sandbox() = default;
+Sandbox::~Sandbox() {
+  helper_.reset();
+  if (exe_fd_ >= 0) close(exe_fd_);
+}
 
 Result<std::unique_ptr<Sandbox>> Sandbox::create(std::vector<std::string> writable,
                                                  SandboxOptions options) {
@@ -150,7 +92,9 @@ Status Sandbox::prepare() {
                                 ") is not installed; install the bubblewrap package, or start "
                                 "with --sandbox none to run commands without isolation");
     }
-    BYD_ASSIGN_OR_RETURN(seccomp_bpf_, compileSeccomp());
+    BYD_ASSIGN_OR_RETURN(seccomp_bpf_, compileSeccompFilter());
+    exe_fd_ = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (exe_fd_ < 0) return internalError("cannot open this program to run its sandbox helper");
     layers = {"namespaces (user, mount, pid, net, ipc, uts)", "no capabilities", "no_new_privs",
               "seccomp"};
   } else {
@@ -188,25 +132,19 @@ Status Sandbox::verify() const {
 std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int seccomp_fd,
                                                const LaunchExtras& extras) const {
   if (!options_.isolate) return request.argv;
-  std::vector<std::string> a = {options_.bwrap,
-                                "--unshare-user",
-                                "--unshare-ipc",
-                                "--unshare-pid",
-                                "--unshare-net",
-                                "--unshare-uts",
-                                "--unshare-cgroup-try",
-                                "--uid",
-                                "1000",
-                                "--gid",
-                                "1000",
-                                "--hostname",
-                                "sandbox",
-                                "--new-session",
-                                "--cap-drop",
-                                "ALL",
-                                "--ro-bind",
-                                "/usr",
-                                "/usr"};
+  std::vector<std::string> a = {options_.bwrap,  "--unshare-ipc", "--unshare-pid",
+                                "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                                "--hostname",    "sandbox",       "--new-session",
+                                "--cap-drop",    "ALL",           "--ro-bind",
+                                "/usr",          "/usr"};
+  if (extras.helper) {
+    // CAP_SYS_ADMIN to make each command's pid and mount namespaces; CAP_SETFCAP because the
+    // kernel lets a new user namespace map its parent's root only to a process that had it.
+    a.insert(a.end(), {"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP", "--ro-bind",
+                       "/proc/self/fd/" + std::to_string(exe_fd_), zygote::kHelperPath});
+  } else {
+    a.insert(a.begin() + 1, {"--unshare-user", "--uid", "1000", "--gid", "1000"});
+  }
   // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     char target[256];
@@ -251,7 +189,18 @@ struct ChildSetup {
   std::vector<std::pair<int, rlim_t>> rlimits;
   const char* chdir_to;      // --sandbox none only
   std::vector<int> inherit;  // descriptors bwrap reads after exec (data files, status)
+  // For the helper: a user namespace of its own, mapping its root to this server's ids.
+  bool own_user_ns = false;
+  std::string uid_map, gid_map;
 };
+
+bool writeAll(const char* path, const std::string& data) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  close(fd);
+  return ok;
+}
 
 [[noreturn]] void childMain(const ChildSetup& s) {
   for (int fd : *s.cgroup_fds) {
@@ -260,6 +209,14 @@ struct ChildSetup {
   for (const auto& [resource, value] : s.rlimits) {
     const rlimit limit{value, value};
     setrlimit(resource, &limit);
+  }
+  // bwrap, run by root, would make the sandbox's mounts in a namespace owned by the host's
+  // user namespace, and the helper could not make fresh /proc mounts under them. In a user
+  // namespace of its own they belong to it.
+  if (s.own_user_ns &&
+      (unshare(CLONE_NEWUSER) != 0 || !writeAll("/proc/self/setgroups", "deny") ||
+       !writeAll("/proc/self/uid_map", s.uid_map) || !writeAll("/proc/self/gid_map", s.gid_map))) {
+    _exit(125);
   }
   setsid();  // its own session: no controlling terminal to inject into, one group to kill
   dup2(s.stdin_fd, STDIN_FILENO);
@@ -305,17 +262,26 @@ std::string lastLine(const std::string& tail) {
 
 }  // namespace
 
+namespace {
+
+// How supervise() watches and stops one process tree.
+struct Watched {
+  int fd = -1;  // readable when the tree may have ended
+  // True, with the wait status, once it has ended; `note` is added to stderr.
+  std::function<bool(int& status, std::string& note)> ended;
+  std::function<void(int sig)> signal;  // SIGTERM or SIGKILL, to the whole tree
+  std::function<void()> finish;         // kills what is left and releases the handles
+};
+
 // Feeds stdin, drains stdout and stderr to the end, enforces the deadline and cancellation
-// (SIGTERM, then SIGKILL to the launcher and everything in its groups after a grace period),
-// and reports progress. Closes the three descriptors.
-static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const RunRequest& request,
-                           const CancelToken& cancel, const CgroupRun& cgroup,
-                           std::chrono::steady_clock::time_point start) {
+// (SIGTERM, then SIGKILL after a grace period), and reports progress. Closes the three
+// descriptors.
+RunResult supervise(const Watched& w, int stdin_w, int out_r, int err_r, const RunRequest& request,
+                    const CancelToken& cancel, std::chrono::steady_clock::time_point start) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kGrace = std::chrono::milliseconds(500);
   RunResult r;
   for (int fd : {stdin_w, out_r, err_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   bool out_open = true, err_open = true, exited = false, in_open = !request.stdin_data.empty();
   if (!in_open) close(stdin_w);
   size_t in_off = 0;
@@ -328,14 +294,10 @@ static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const R
     const auto now = Clock::now();
     if (!exited && kill_at == Clock::time_point::max() && (now >= deadline || cancel.cancelled())) {
       (now >= deadline ? r.timed_out : r.cancelled) = true;
-      kill(pid, SIGTERM);
+      w.signal(SIGTERM);
       kill_at = now + kGrace;
     }
-    if (!exited && now >= kill_at) {
-      kill(pid, SIGKILL);
-      kill(-pid, SIGKILL);
-      cgroup.killAll();
-    }
+    if (!exited && now >= kill_at) w.signal(SIGKILL);
     // Without a pid namespace (--sandbox none) a background child may hold the pipes open.
     if (exited && drain_until == Clock::time_point::max()) drain_until = now + kGrace;
     if (exited && now >= drain_until) break;
@@ -346,7 +308,7 @@ static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const R
     pollfd fds[4] = {{out_open ? out_r : -1, POLLIN, 0},
                      {err_open ? err_r : -1, POLLIN, 0},
                      {in_open ? stdin_w : -1, POLLOUT, 0},
-                     {exited ? -1 : pidfd, POLLIN, 0}};
+                     {exited ? -1 : w.fd, POLLIN, 0}};
     poll(fds, 4, 50);
     if (out_open && fds[0].revents)
       out_open = pump(out_r, r.stdout_data, request.max_output, r.stdout_truncated, tail);
@@ -361,19 +323,30 @@ static RunResult supervise(pid_t pid, int stdin_w, int out_r, int err_r, const R
         in_open = false;
       }
     }
-    if (!exited && (fds[3].revents || pidfd < 0) && waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-    }
+    if (!exited && (fds[3].revents || w.fd < 0) && w.ended(status, r.stderr_data)) exited = true;
   }
   if (in_open) close(stdin_w);
   if (out_open) close(out_r);
   if (err_open) close(err_r);
-  if (pidfd >= 0) close(pidfd);
-  kill(-pid, SIGKILL);  // anything left of the session (--sandbox none)
-  cgroup.killAll();
+  w.finish();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.duration_ms = msSince(start);
   return r;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, rlim_t>> Sandbox::rlimits() const {
+  std::vector<std::pair<int, rlim_t>> out;
+  const SandboxLimits& l = options_.limits;
+  if (l.memory_bytes) out.push_back({RLIMIT_AS, l.memory_bytes});
+  if (l.file_size_bytes) out.push_back({RLIMIT_FSIZE, l.file_size_bytes});
+  if (l.open_files) out.push_back({RLIMIT_NOFILE, l.open_files});
+  if (l.cpu_seconds) out.push_back({RLIMIT_CPU, l.cpu_seconds});
+  if (l.processes && !(cgroups_ && cgroups_->limitsProcesses())) {
+    out.push_back({RLIMIT_NPROC, l.processes});
+  }
+  return out;
 }
 
 Result<Sandbox::Started> Sandbox::start(const RunRequest& request, const LaunchExtras& extras,
@@ -390,7 +363,7 @@ Result<Sandbox::Started> Sandbox::startUnchecked(const RunRequest& request,
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
   }
   int seccomp_fd = -1;
-  if (options_.isolate && !seccomp_bpf_.empty()) {
+  if (options_.isolate && !extras.helper && !seccomp_bpf_.empty()) {
     seccomp_fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
     if (seccomp_fd < 0 || write(seccomp_fd, seccomp_bpf_.data(), seccomp_bpf_.size()) !=
                               static_cast<ssize_t>(seccomp_bpf_.size())) {
@@ -413,13 +386,11 @@ Result<Sandbox::Started> Sandbox::startUnchecked(const RunRequest& request,
   s.seccomp_fd = seccomp_fd;
   s.cgroup_fds = &started.cgroup.procsFds();
   s.inherit = extras.fds;
-  const SandboxLimits& l = options_.limits;
-  if (l.memory_bytes) s.rlimits.push_back({RLIMIT_AS, l.memory_bytes});
-  if (l.file_size_bytes) s.rlimits.push_back({RLIMIT_FSIZE, l.file_size_bytes});
-  if (l.open_files) s.rlimits.push_back({RLIMIT_NOFILE, l.open_files});
-  if (l.cpu_seconds) s.rlimits.push_back({RLIMIT_CPU, l.cpu_seconds});
-  if (l.processes && !(cgroups_ && cgroups_->limitsProcesses())) {
-    s.rlimits.push_back({RLIMIT_NPROC, l.processes});
+  if (!extras.helper) s.rlimits = rlimits();
+  if (extras.helper) {
+    s.own_user_ns = true;
+    s.uid_map = "0 " + std::to_string(geteuid()) + " 1";
+    s.gid_map = "0 " + std::to_string(getegid()) + " 1";
   }
   s.chdir_to = options_.isolate ? nullptr : request.cwd.c_str();
 
@@ -445,10 +416,119 @@ Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& can
 
 Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
                                         const CancelToken& cancel) const {
+  if (options_.isolate) return runInHelper(request, cancel);
+  // --sandbox none: a plain process in its own session, stopped through its process group.
   const auto start_time = std::chrono::steady_clock::now();
   BYD_ASSIGN_OR_RETURN(Started p,
                        startUnchecked(request, LaunchExtras{}, !request.stdin_data.empty()));
-  return supervise(p.pid, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, p.cgroup, start_time);
+  const pid_t pid = p.pid;
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  Watched w;
+  w.fd = pidfd;
+  w.ended = [pid](int& status, std::string&) { return waitpid(pid, &status, WNOHANG) == pid; };
+  w.signal = [&](int sig) {
+    kill(pid, sig);
+    if (sig == SIGKILL) {
+      kill(-pid, SIGKILL);
+      p.cgroup.killAll();
+    }
+  };
+  w.finish = [&] {
+    if (pidfd >= 0) close(pidfd);
+    kill(-pid, SIGKILL);  // anything left of its session
+    p.cgroup.killAll();
+  };
+  return supervise(w, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, start_time);
+}
+
+Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
+  std::lock_guard lock(helper_mu_);
+  if (helper_ && helper_->alive()) return helper_;
+  helper_.reset();
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return resourceExhausted("cannot create a socket: " + std::string(strerror(errno)));
+  }
+  RunRequest request;
+  request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(sv[1])};
+  request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
+  request.cwd = "/";
+  request.env = {"PATH=/usr/bin:/bin"};
+  LaunchExtras extras;
+  extras.helper = true;
+  extras.fds = {sv[1], exe_fd_};
+  // Not --die-with-parent, which follows the forking thread: the helper ends when its
+  // control socket closes, that is when this server does.
+  extras.die_with_parent = false;
+  auto started = startUnchecked(request, extras, /*stdin_pipe=*/false);
+  close(sv[1]);
+  if (!started.ok()) {
+    close(sv[0]);
+    return started.status();
+  }
+  close(started->stdin_w);
+  close(started->stdout_r);
+  helper_ = std::make_shared<ZygoteClient>(started->pid, sv[0], started->stderr_r,
+                                           std::move(started->cgroup));
+  return helper_;
+}
+
+Result<RunResult> Sandbox::runInHelper(const RunRequest& request, const CancelToken& cancel) const {
+  const auto start_time = std::chrono::steady_clock::now();
+  nlohmann::json spec = {
+      {"argv", request.argv}, {"env", request.env}, {"cwd", request.cwd}, {"rlimits", rlimits()}};
+  const std::string spec_text = spec.dump();
+  int in[2] = {-1, -1}, out[2], err[2];
+  const bool feed = !request.stdin_data.empty();
+  if ((feed ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0 ||
+      pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
+  }
+  Result<ZygoteClient::Run> run = internalError("no sandbox helper");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto helper_or = helper();
+    if (!helper_or.ok()) {
+      run = helper_or.status();
+      break;
+    }
+    bool lost = false;
+    run = (*helper_or)->start(spec_text, in[0], out[1], err[1], lost);
+    if (run.ok() || !lost) break;
+    spdlog::warn("sandbox: {}; starting a new one", run.status().message());
+  }
+  for (int fd : {in[0], out[1], err[1]}) close(fd);
+  if (!run.ok()) {
+    for (int fd : {in[1], out[0], err[0]}) {
+      if (fd >= 0) close(fd);
+    }
+    return run.status();
+  }
+  const int pidfd = run->pidfd, sock = run->sock;
+  Watched w;
+  w.fd = sock;
+  w.ended = [sock](int& status, std::string& note) {
+    std::string payload;
+    std::vector<int> fds;
+    const ssize_t n = zygote::receiveMessage(sock, payload, fds);
+    for (int fd : fds) close(fd);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+    if (n > 0 && payload[0] == zygote::kStatus && payload.size() == 1 + sizeof(int)) {
+      memcpy(&status, payload.data() + 1, sizeof(int));
+    } else if (n > 0 && payload[0] == zygote::kError) {
+      note += "sandbox: " + payload.substr(1) + "\n";
+      status = 126 << 8;
+    } else {
+      status = SIGKILL;  // its namespace was killed before it could report
+    }
+    return true;
+  };
+  w.signal = [pidfd](int sig) { syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); };
+  w.finish = [pidfd, sock] {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+    close(pidfd);
+    close(sock);
+  };
+  return supervise(w, feed ? in[1] : -1, out[0], err[0], request, cancel, start_time);
 }
 
 }  // namespace byd

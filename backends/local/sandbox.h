@@ -3,8 +3,12 @@
 // user, mount, pid, net, ipc and uts namespaces (only the workspace writable, the system
 // read-only, a private /tmp, a fresh /proc, a minimal /dev, loopback only), no capabilities,
 // no_new_privs, a seccomp filter, rlimits, and a pids/memory cgroup where the server may make
-// one. run() drains the pipes to the end, kills the whole process tree on timeout or
-// cancellation, and never blocks on a full pipe. Thread-safe: runs share nothing mutable.
+// one. Commands go through one long-lived sandbox and its helper (sandbox_zygote.h), which
+// gives each its own pid and mount namespaces in about a millisecond; Python kernels get a
+// bubblewrap of their own. run() drains the pipes to the end, kills the whole process tree on
+// timeout or cancellation, and never blocks on a full pipe. Thread-safe.
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <functional>
@@ -12,10 +16,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/local/sandbox_cgroup.h"
+#include "backends/local/sandbox_zygote.h"
 #include "common/cancel.h"
 #include "common/result.h"
 
@@ -78,6 +84,10 @@ class Sandbox {
     // --die-with-parent ties the sandbox to the *thread* that forked it. A kernel started from
     // a short-lived thread must not use it; it ends instead when its stdin closes.
     bool die_with_parent = true;
+    // The sandbox helper (sandbox_zygote.h): this binary, bound in; in a user namespace made
+    // before bwrap starts, so that it keeps CAP_SYS_ADMIN over the sandbox's namespaces to
+    // make the commands' own; no seccomp filter and no rlimits, which it gives each command.
+    bool helper = false;
   };
   // A started process with its pipes; the caller owns them and the cgroup.
   struct Started {
@@ -95,6 +105,10 @@ class Sandbox {
   Result<RunResult> runUnchecked(const RunRequest& request, const CancelToken& cancel) const;
   Result<Started> startUnchecked(const RunRequest& request, const LaunchExtras& extras,
                                  bool stdin_pipe) const;
+  Result<RunResult> runInHelper(const RunRequest& request, const CancelToken& cancel) const;
+  // The running helper, started (again) when there is none.
+  Result<std::shared_ptr<ZygoteClient>> helper() const;
+  std::vector<std::pair<int, rlim_t>> rlimits() const;
   Status prepare();
 
   const std::vector<std::string> writable_;
@@ -102,6 +116,9 @@ class Sandbox {
   std::string layers_;
   std::vector<char> seccomp_bpf_;       // the compiled filter, copied into a memfd per run
   std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
+  int exe_fd_ = -1;                     // this binary, bound into the sandbox as the helper
+  mutable std::mutex helper_mu_;
+  mutable std::shared_ptr<ZygoteClient> helper_;
   mutable std::once_flag verified_once_;
   mutable Status verified_;
 };

@@ -233,6 +233,69 @@ TEST_F(ExecuteTest, CancellationStopsTheCommand) {
   EXPECT_NE(system("pgrep -f 'slee[p] 994' >/dev/null"), 0);
 }
 
+TEST_F(ExecuteTest, EachCommandHasItsOwnTmpAndProcesses) {
+  json first = sc({{"command", "echo x > /tmp/left-behind; sleep 30 & echo $$"}});
+  EXPECT_EQ(first["stdout"], "2\n");  // the command is process 2 of its own pid namespace
+  json second = sc(
+      {{"command", "test -e /tmp/left-behind && echo left; ps -e -o comm= | sort | tr '\\n' ' '"}});
+  // Nothing of the first command: neither its file nor its background sleep.
+  EXPECT_EQ(second["stdout"], "bash ps sandbox-helper sort tr ") << second.dump();
+}
+
+TEST_F(ExecuteTest, ConcurrentCommandsGetTheirOwnResults) {
+  std::vector<std::thread> threads;
+  std::vector<json> results(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      ToolContext ctx{*backend_, limits_, cancel_};
+      results[i] = callTool(*findTool("execute"),
+                            {{"command", "sleep 0.$((RANDOM % 3)); echo " + std::to_string(i) +
+                                             "; echo e" + std::to_string(i) + " >&2"}},
+                            ctx, true);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(results[i]["structuredContent"]["stdout"], std::to_string(i) + "\n");
+    EXPECT_EQ(results[i]["structuredContent"]["stderr"], "e" + std::to_string(i) + "\n");
+  }
+}
+
+// The pids of this process's descendants whose command line contains `needle`.
+std::vector<pid_t> descendantsMatching(const std::string& needle) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) == std::string::npos) continue;
+    for (pid_t p = std::stoi(name); p > 1;) {  // walk up to this process
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) break;
+      p = std::stoi(line.substr(close + 4));
+      if (p == getpid()) {
+        found.push_back(std::stoi(name));
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+TEST_F(ExecuteTest, ANewLauncherReplacesADeadOne) {
+  EXPECT_EQ(sc({{"command", "echo before"}})["stdout"], "before\n");
+  const std::vector<pid_t> helpers = descendantsMatching("--sandbox-helper");
+  ASSERT_FALSE(helpers.empty());
+  for (pid_t pid : helpers) kill(pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(sc({{"command", "echo after"}})["stdout"], "after\n");
+  EXPECT_FALSE(descendantsMatching("--sandbox-helper").empty());
+}
+
 TEST_F(ExecuteTest, ProgressReportsTheLatestLine) {
   std::vector<std::string> messages;
   std::mutex mu;

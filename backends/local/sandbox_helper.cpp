@@ -1,0 +1,320 @@
+// The sandbox helper: the process inside bubblewrap that starts every command (see
+// sandbox_zygote.h). It is single-threaded, so its clones may use the whole C++ library.
+
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/local/sandbox_seccomp.h"
+#include "backends/local/sandbox_zygote.h"
+
+namespace byd {
+namespace {
+
+// struct clone_args of clone3(2), version 0.
+struct CloneArgs {
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+struct Spec {
+  std::vector<std::string> argv, env;
+  std::string cwd;
+  std::vector<std::pair<int, uint64_t>> rlimits;
+};
+
+bool readSpec(int fd, Spec& spec) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  std::string text(st.st_size, '\0');
+  if (pread(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return false;
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("argv") || !j["argv"].is_array() || j["argv"].empty()) {
+    return false;
+  }
+  try {
+    spec.argv = j.at("argv").get<std::vector<std::string>>();
+    spec.env = j.value("env", std::vector<std::string>{});
+    spec.cwd = j.value("cwd", std::string("/"));
+    spec.rlimits = j.value("rlimits", std::vector<std::pair<int, uint64_t>>{});
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  return true;
+}
+
+bool writeFile(const char* path, const char* data) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const size_t size = strlen(data);
+  const bool ok = write(fd, data, size) == static_cast<ssize_t>(size);
+  close(fd);
+  return ok;
+}
+
+// "sandbox: <what> <detail>: <error>" on stderr, without allocating (see Command).
+void say(const char* what, const char* detail = "") {
+  const char* error = strerrordesc_np(errno);
+  for (const char* part : {"sandbox: ", what, detail, ": ", error ? error : "?", "\n"}) {
+    [[maybe_unused]] ssize_t n = write(STDERR_FILENO, part, strlen(part));
+  }
+}
+
+// What the command's process needs, prepared before it is cloned: it shares the memory of
+// its parent until exec (as posix_spawn's child does), so it may not allocate.
+struct Command {
+  const Spec* spec;
+  std::vector<char*> argv, envp;
+  int in, out, err;
+  sock_fprog filter;
+};
+
+// The command itself, a child of its namespace's init. Failing before exec is exit 126.
+int commandMain(void* arg) {
+  const Command& c = *static_cast<const Command*>(arg);
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (dup2(c.in, STDIN_FILENO) < 0 || dup2(c.out, STDOUT_FILENO) < 0 ||
+      dup2(c.err, STDERR_FILENO) < 0) {
+    _exit(126);
+  }
+  setsid();  // no controlling terminal to inject into
+  // A user namespace of its own, as uid 1000: the capabilities the helper holds (to make
+  // namespaces) are gone at exec, and nothing here maps to a privileged id.
+  if (unshare(CLONE_NEWUSER) != 0) {
+    say("cannot make its user namespace");
+    _exit(126);
+  }
+  if (!writeFile("/proc/self/setgroups", "deny") || !writeFile("/proc/self/uid_map", "1000 0 1") ||
+      !writeFile("/proc/self/gid_map", "1000 0 1")) {
+    say("cannot map its user namespace");
+    _exit(126);
+  }
+  for (const auto& [resource, value] : c.spec->rlimits) {
+    const rlimit limit{value, value};
+    setrlimit(resource, &limit);
+  }
+  if (chdir(c.spec->cwd.c_str()) != 0) {
+    say("cannot enter ", c.spec->cwd.c_str());
+    _exit(126);
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &c.filter) != 0) {
+    say("cannot install the seccomp filter");
+    _exit(126);
+  }
+  execve(c.argv[0], c.argv.data(), c.envp.data());
+  say("cannot run ", c.argv[0]);
+  _exit(127);
+}
+
+// Starts commandMain in a child; -1 with errno on failure.
+pid_t startCommand(Command& c) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer's per-thread state must not be shared with a child.
+  const pid_t pid = fork();
+  if (pid == 0) commandMain(&c);
+  return pid;
+#else
+  static char stack[64 * 1024] alignas(16);
+  return clone(commandMain, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+#endif
+}
+
+void ignoreSignal(int) {}
+
+// Fresh /proc (for the new pid namespace) and /tmp; "" or what failed.
+std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
+  auto failed = [](const std::string& what) {
+    return "cannot mount " + what + ": " + strerror(errno);
+  };
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed("/ private");
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return failed("/proc");
+  }
+  umount2(zygote::kHelperPath, MNT_DETACH);  // commands have no use for the server's binary
+  // A fresh /tmp would hide workspace directories that live under /tmp: hold them open and
+  // bind them again on top.
+  std::vector<std::pair<std::string, int>> under_tmp;
+  for (const std::string& dir : writable) {
+    if (dir.rfind("/tmp/", 0) == 0) {
+      under_tmp.emplace_back(dir, open(dir.c_str(), O_PATH | O_CLOEXEC));
+    }
+  }
+  if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+    return failed("/tmp");
+  }
+  for (const auto& [dir, fd] : under_tmp) {
+    for (size_t slash = dir.find('/', 5); slash != std::string::npos;
+         slash = dir.find('/', slash + 1)) {
+      mkdir(dir.substr(0, slash).c_str(), 0755);
+    }
+    mkdir(dir.c_str(), 0755);
+    const std::string source = "/proc/self/fd/" + std::to_string(fd);
+    if (fd < 0 || mount(source.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return failed(dir);
+    }
+    close(fd);
+  }
+  return "";
+}
+
+// Process 1 of a command's pid namespace, made ahead of need: mounts its /proc and /tmp, then
+// waits for its command on `request`. It starts the command, reaps whatever is orphaned,
+// passes SIGTERM on to everything in the namespace, and reports the command's wait status.
+// Its exit ends every process left in the namespace.
+[[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
+                           const std::vector<char>& bpf) {
+  const std::string setup_error = mountFreshProcAndTmp(writable);
+  std::string payload;
+  std::vector<int> fds;
+  if (zygote::receiveMessage(request, payload, fds) <= 0 || fds.size() != 5) _exit(0);
+  close(request);
+  const int sock = fds[4];
+  auto fail = [&](const std::string& why) {
+    zygote::sendMessage(sock, std::string(1, zygote::kError) + why, {});
+    _exit(1);
+  };
+  Spec spec;
+  if (!readSpec(fds[0], spec)) fail("a malformed request");
+  if (!setup_error.empty()) fail(setup_error);
+  struct sigaction sa {};
+  sa.sa_handler = ignoreSignal;  // process 1 only receives signals it handles
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &waited, nullptr);
+  Command c{&spec, {}, {}, fds[1], fds[2], fds[3], {}};
+  for (const std::string& a : spec.argv) c.argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& e : spec.env) c.envp.push_back(const_cast<char*>(e.c_str()));
+  c.argv.push_back(nullptr);
+  c.envp.push_back(nullptr);
+  c.filter = {static_cast<unsigned short>(bpf.size() / sizeof(sock_filter)),
+              reinterpret_cast<sock_filter*>(const_cast<char*>(bpf.data()))};
+  const pid_t command = startCommand(c);
+  if (command < 0) fail(std::string("cannot start the command: ") + strerror(errno));
+  for (int i = 0; i < 4; ++i) close(fds[i]);
+  while (true) {
+    siginfo_t info;
+    const int sig = sigwaitinfo(&waited, &info);
+    if (sig == SIGTERM) kill(-1, SIGTERM);
+    if (sig != SIGCHLD) continue;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid != command) continue;
+      std::string message(1, zygote::kStatus);
+      message.append(reinterpret_cast<const char*>(&status), sizeof status);
+      zygote::sendMessage(sock, message, {});
+      _exit(0);
+    }
+  }
+}
+
+// A namespace init waiting for its command.
+struct Spare {
+  int pidfd = -1;
+  int request = -1;  // where its command goes
+  void drop() {
+    if (pidfd >= 0) close(pidfd);
+    if (request >= 0) close(request);
+    pidfd = request = -1;
+  }
+};
+
+Spare makeSpare(int control, const std::vector<std::string>& writable,
+                const std::vector<char>& bpf) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return {};
+  Spare spare;
+  CloneArgs args{};
+  args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&spare.pidfd);
+  args.exit_signal = SIGCHLD;
+  const long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    close(control);
+    close(sv[0]);
+    initMain(sv[1], writable, bpf);
+  }
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return {};
+  }
+  spare.request = sv[0];
+  return spare;
+}
+
+int helperMain(int control, const std::vector<std::string>& writable) {
+  // Nothing the server handed over but the control socket reaches a command.
+  if (control > 3) close_range(3, control - 1, 0);
+  close_range(control + 1, ~0U, 0);
+  signal(SIGCHLD, SIG_IGN);  // the kernel reaps the namespace inits
+  auto bpf = compileSeccompFilter();
+  if (!bpf.ok()) {
+    fprintf(stderr, "%s\n", bpf.status().message().c_str());
+    return 1;
+  }
+  std::string payload;
+  std::vector<int> fds;
+  Spare spare = makeSpare(control, writable, *bpf);
+  while (true) {
+    const ssize_t n = zygote::receiveMessage(control, payload, fds);
+    if (n <= 0) return n == 0 ? 0 : 1;  // the server has gone
+    if (payload[0] != zygote::kRun || fds.size() != 5) {
+      for (int fd : fds) close(fd);
+      continue;
+    }
+    // The spare takes the request; one that has died (the OOM killer may pick it) is
+    // replaced once.
+    bool taken = false;
+    for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
+      if (spare.request < 0 || attempt > 0) {
+        spare.drop();
+        spare = makeSpare(control, writable, *bpf);
+      }
+      taken = spare.request >= 0 && zygote::sendMessage(spare.request, payload, fds);
+    }
+    if (taken) {
+      zygote::sendMessage(fds[4], std::string(1, zygote::kStarted), {spare.pidfd});
+    } else {
+      zygote::sendMessage(
+          fds[4], std::string(1, zygote::kError) + "cannot make its namespaces: " + strerror(errno),
+          {});
+    }
+    for (int fd : fds) close(fd);
+    spare.drop();
+    spare = makeSpare(control, writable, *bpf);
+  }
+}
+
+}  // namespace
+
+std::optional<int> runSandboxHelper(int argc, char** argv) {
+  if (argc < 3 || strcmp(argv[1], zygote::kHelperFlag) != 0) return std::nullopt;
+  return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 3, argv + argc));
+}
+
+}  // namespace byd

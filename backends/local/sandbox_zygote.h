@@ -1,0 +1,77 @@
+#pragma once
+// The command launcher of the sandbox. Starting bubblewrap costs about 10 ms, and joining
+// cgroups more, on every command; so the sandbox is built once, around a small helper (this
+// binary, started with kHelperFlag), and each command is a request to it. The helper clones
+// the command into a fresh pid and mount namespace (its own /proc and /tmp), where it runs in
+// a user namespace of its own with no capabilities, no_new_privs, the seccomp filter and the
+// rlimits. The first process of that pid namespace waits for the command; when it ends, the
+// kernel kills everything the command left behind.
+//
+// The protocol is SOCK_SEQPACKET messages whose first byte is a tag, with descriptors passed
+// alongside:
+//   server -> helper, control socket: kRun + [spec memfd, stdin, stdout, stderr, run socket]
+//   helper -> server, run socket:     kStarted + [pidfd of the command's namespace init]
+//                                     kStatus + the command's wait status (int), or
+//                                     kError + text, when it could not start.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/local/sandbox_cgroup.h"
+#include "common/result.h"
+
+namespace byd {
+
+namespace zygote {
+constexpr const char* kHelperFlag = "--sandbox-helper";
+constexpr const char* kHelperPath = "/run/backyard/sandbox-helper";
+enum Tag : char { kRun = 'R', kStarted = 'P', kStatus = 'S', kError = 'E' };
+
+// One message, with up to eight descriptors; false when the peer has gone.
+bool sendMessage(int sock, std::string_view payload, const std::vector<int>& fds);
+// One message into `payload` and `fds` (received close-on-exec); 0 at end of stream, -1 on
+// error, else the payload's size.
+ssize_t receiveMessage(int sock, std::string& payload, std::vector<int>& fds);
+}  // namespace zygote
+
+// For main() of every binary that may start a sandbox: when argv asks for the helper, runs it
+// and returns its exit code.
+std::optional<int> runSandboxHelper(int argc, char** argv);
+
+// The server's end of one running helper. Thread-safe.
+class ZygoteClient {
+ public:
+  ZygoteClient(pid_t pid, int control, int stderr_r, CgroupRun cgroup);
+  ~ZygoteClient();
+  ZygoteClient(const ZygoteClient&) = delete;
+  ZygoteClient& operator=(const ZygoteClient&) = delete;
+
+  // False once the helper has gone (it exited, or a request found it unresponsive).
+  bool alive() const;
+
+  struct Run {
+    int pidfd = -1;  // the command's namespace init: signal it to stop the command
+    int sock = -1;   // readable when the command has ended (kStatus, or end of stream)
+  };
+  // Starts the command `spec` (JSON) with the given standard descriptors. On failure `lost`
+  // says whether the helper itself has gone (then a new one may be tried).
+  Result<Run> start(const std::string& spec, int stdin_fd, int stdout_fd, int stderr_fd,
+                    bool& lost) const;
+
+ private:
+  std::string lastWords() const;
+
+  const pid_t pid_;
+  const int control_, stderr_r_, pidfd_;
+  CgroupRun cgroup_;
+  mutable std::mutex mu_;
+  mutable bool lost_ = false;
+};
+
+}  // namespace byd
