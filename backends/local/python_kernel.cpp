@@ -17,7 +17,7 @@ extern const char kPythonKernelSource[];
 
 namespace {
 
-constexpr const char* kKernelPath = "/tmp/.backyard-mcp/kernel.py";
+constexpr const char* kKernelPath = "/dev/fd/3";
 
 void writeAll(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -34,51 +34,25 @@ void writeAll(int fd, const char* data, size_t size) {
 Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox,
                                                           const std::string& python,
                                                           const std::string& cwd) {
+  if (!sandbox.isolated()) {
+    return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
+  }
   std::unique_ptr<PythonKernel> k(new PythonKernel());
-  // The kernel's source goes in as a read-only file; bwrap reports the kernel's host pid on a
-  // status pipe, since pid 1 inside is not a pid the server can signal.
+  // The kernel's source goes in as descriptor 3, which the interpreter reads as its script.
   const int source = memfd_create("byd-kernel", MFD_CLOEXEC);
-  int status[2];
-  if (source < 0 || pipe2(status, O_CLOEXEC) != 0) return internalError("cannot prepare a kernel");
+  if (source < 0) return internalError("cannot prepare a kernel");
   writeAll(source, kPythonKernelSource, strlen(kPythonKernelSource));
-  lseek(source, 0, SEEK_SET);
   RunRequest request;
   request.argv = {python, "-I", "-S", "-u", kKernelPath};
   request.cwd = cwd;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
-  Sandbox::LaunchExtras extras;
-  if (sandbox.isolated()) {
-    extras.args = {"--as-pid-1", "--ro-bind-data",   std::to_string(source),
-                   kKernelPath,  "--json-status-fd", std::to_string(status[1])};
-    extras.fds = {source, status[1]};
-    extras.die_with_parent = false;
-  } else {
-    return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
-  }
-  auto started = sandbox.start(request, extras, /*stdin_pipe=*/true);
+  auto launched = sandbox.launch(request, {source});
   close(source);
-  close(status[1]);
-  if (!started.ok()) {
-    close(status[0]);
-    return started.status();
-  }
-  k->proc_ = std::move(*started);
-  // The first status line names the child: {"child-pid": 1234}.
-  std::string line;
-  char c;
-  pollfd pfd{status[0], POLLIN, 0};
-  while (line.find('\n') == std::string::npos && poll(&pfd, 1, 10000) > 0 &&
-         read(status[0], &c, 1) == 1) {
-    line += c;
-  }
-  close(status[0]);
-  auto doc = nlohmann::json::parse(line, nullptr, false);
-  if (doc.is_object() && doc.contains("child-pid") && doc["child-pid"].is_number_integer()) {
-    k->kernel_pid_ = doc["child-pid"].get<pid_t>();
-  }
+  if (!launched.ok()) return launched.status();
+  k->proc_ = *launched;
   for (int fd : {k->proc_.stdout_r, k->proc_.stderr_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
   auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
-  if (!ready.ok() || ready->value("type", "") != "ready" || k->kernel_pid_ <= 0) {
+  if (!ready.ok() || ready->value("type", "") != "ready") {
     return failedPrecondition("the Python kernel did not start (" +
                               (ready.ok() ? ready->dump() : ready.status().message()) + ")");
   }
@@ -93,16 +67,8 @@ PythonKernel::~PythonKernel() {
 }
 
 void PythonKernel::kill() {
-  if (proc_.pid > 0) {
-    ::kill(proc_.pid, SIGKILL);
-    waitpid(proc_.pid, nullptr, 0);
-    proc_.pid = -1;
-  }
-  proc_.cgroup.reset();
-  for (int* fd : {&proc_.stdin_w, &proc_.stdout_r, &proc_.stderr_r}) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-  }
+  if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
+  proc_.close();
   alive_ = false;
 }
 
@@ -174,7 +140,7 @@ Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
     if ((code_ == Code::kDeadlineExceeded || code_ == Code::kCancelled) && !interrupted) {
       // First the gentle way: KeyboardInterrupt in the cell, the session survives.
       out.timed_out = code_ == Code::kDeadlineExceeded;
-      ::kill(kernel_pid_, SIGINT);
+      Sandbox::signal(proc_, SIGINT);
       interrupted = true;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       if (code_ == Code::kCancelled) out.timed_out = false;

@@ -1,6 +1,6 @@
 #pragma once
 // One run_python session: a CPython kernel (backends/python/kernel.py, embedded in the binary)
-// running in the sandbox as pid 1 of its own namespaces, spoken to in framed JSON (4-byte
+// running in the sandbox in pid and mount namespaces of its own, spoken to in framed JSON (4-byte
 // big-endian length + JSON) over pipes. exec() interrupts a cell at its timeout with SIGINT and
 // kills the kernel when that does not stop it within a second. Not thread-safe: one exec at a
 // time (PythonSessions serializes per session).
@@ -42,8 +42,7 @@ class PythonKernel {
                                  const CancelToken* cancel);
   void kill();
 
-  Sandbox::Started proc_;
-  pid_t kernel_pid_ = -1;  // the kernel's pid on the host, for SIGINT
+  Sandbox::Launched proc_;
   bool alive_ = true;
   uint64_t next_id_ = 1;
   std::string in_buf_;

@@ -23,7 +23,6 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/local/sandbox_cgroup.h"
-#include "backends/local/sandbox_seccomp.h"
 
 namespace byd {
 namespace {
@@ -92,7 +91,6 @@ Status Sandbox::prepare() {
                                 ") is not installed; install the bubblewrap package, or start "
                                 "with --sandbox none to run commands without isolation");
     }
-    BYD_ASSIGN_OR_RETURN(seccomp_bpf_, compileSeccompFilter());
     exe_fd_ = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (exe_fd_ < 0) return internalError("cannot open this program to run its sandbox helper");
     layers = {"namespaces (user, mount, pid, net, ipc, uts)", "no capabilities", "no_new_privs",
@@ -103,7 +101,13 @@ Status Sandbox::prepare() {
   cgroups_ = CgroupSet::create(options_.limits);
   layers.push_back(cgroups_->describe());
   layers.push_back("rlimits");
-  layers.push_back("Landlock not used");
+  if (options_.isolate) {
+    const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/);
+    layers.push_back(abi >= 1
+                         ? "Landlock ABI " + std::to_string(abi) +
+                               " (writes only to the workspace and /tmp)"
+                         : "no Landlock (the kernel lacks it; read-only mounts confine writes)");
+  }
   for (size_t i = 0; i < layers.size(); ++i) layers_ += (i ? ", " : "") + layers[i];
   return okStatus();
 }
@@ -129,22 +133,30 @@ Status Sandbox::verify() const {
   return verified_;
 }
 
-std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int seccomp_fd,
-                                               const LaunchExtras& extras) const {
-  if (!options_.isolate) return request.argv;
-  std::vector<std::string> a = {options_.bwrap,  "--unshare-ipc", "--unshare-pid",
-                                "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                                "--hostname",    "sandbox",       "--new-session",
-                                "--cap-drop",    "ALL",           "--ro-bind",
-                                "/usr",          "/usr"};
-  if (extras.helper) {
-    // CAP_SYS_ADMIN to make each command's pid and mount namespaces; CAP_SETFCAP because the
-    // kernel lets a new user namespace map its parent's root only to a process that had it.
-    a.insert(a.end(), {"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP", "--ro-bind",
-                       "/proc/self/fd/" + std::to_string(exe_fd_), zygote::kHelperPath});
-  } else {
-    a.insert(a.begin() + 1, {"--unshare-user", "--uid", "1000", "--gid", "1000"});
-  }
+std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
+  // CAP_SYS_ADMIN to make each command's pid and mount namespaces; CAP_SETFCAP because the
+  // kernel lets a new user namespace map its parent's root only to a process that had it.
+  std::vector<std::string> a = {options_.bwrap,
+                                "--unshare-ipc",
+                                "--unshare-pid",
+                                "--unshare-net",
+                                "--unshare-uts",
+                                "--unshare-cgroup-try",
+                                "--hostname",
+                                "sandbox",
+                                "--new-session",
+                                "--cap-drop",
+                                "ALL",
+                                "--cap-add",
+                                "CAP_SYS_ADMIN",
+                                "--cap-add",
+                                "CAP_SETFCAP",
+                                "--ro-bind",
+                                "/proc/self/fd/" + std::to_string(exe_fd_),
+                                zygote::kHelperPath,
+                                "--ro-bind",
+                                "/usr",
+                                "/usr"};
   // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     char target[256];
@@ -168,11 +180,9 @@ std::vector<std::string> Sandbox::launcherArgs(const RunRequest& request, int se
   // The sandbox's own root (where /etc and the mount points live) becomes read-only too: only
   // the workspace and /tmp, which are mounts of their own, stay writable.
   a.insert(a.end(), {"--remount-ro", "/"});
-  a.insert(a.end(), {"--chdir", request.cwd});
-  if (seccomp_fd >= 0) a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
-  a.insert(a.end(), extras.args.begin(), extras.args.end());
-  if (extras.die_with_parent) a.push_back("--die-with-parent");
-  a.push_back("--");
+  // Not --die-with-parent, which follows the forking thread: the helper ends when its control
+  // socket closes, that is when this server does.
+  a.insert(a.end(), {"--chdir", "/", "--"});
   a.insert(a.end(), request.argv.begin(), request.argv.end());
   return a;
 }
@@ -184,11 +194,11 @@ namespace {
 struct ChildSetup {
   std::vector<std::string> argv_storage, env_storage;
   std::vector<char*> argv, envp;
-  int stdin_fd, stdout_fd, stderr_fd, seccomp_fd;
+  int stdin_fd, stdout_fd, stderr_fd;
   const std::vector<int>* cgroup_fds;
   std::vector<std::pair<int, rlim_t>> rlimits;
   const char* chdir_to;      // --sandbox none only
-  std::vector<int> inherit;  // descriptors bwrap reads after exec (data files, status)
+  std::vector<int> inherit;  // descriptors kept open across exec
   // For the helper: a user namespace of its own, mapping its root to this server's ids.
   bool own_user_ns = false;
   std::string uid_map, gid_map;
@@ -222,7 +232,6 @@ bool writeAll(const char* path, const std::string& data) {
   dup2(s.stdin_fd, STDIN_FILENO);
   dup2(s.stdout_fd, STDOUT_FILENO);
   dup2(s.stderr_fd, STDERR_FILENO);
-  if (s.seccomp_fd >= 0) fcntl(s.seccomp_fd, F_SETFD, 0);  // bwrap reads it after exec
   for (int fd : s.inherit) fcntl(fd, F_SETFD, 0);
   if (s.chdir_to != nullptr && chdir(s.chdir_to) != 0) _exit(126);
   execve(s.argv[0], s.argv.data(), s.envp.data());
@@ -349,45 +358,28 @@ std::vector<std::pair<int, rlim_t>> Sandbox::rlimits() const {
   return out;
 }
 
-Result<Sandbox::Started> Sandbox::start(const RunRequest& request, const LaunchExtras& extras,
+Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::vector<int>& inherit,
                                         bool stdin_pipe) const {
-  BYD_RETURN_IF_ERROR(verify());
-  return startUnchecked(request, extras, stdin_pipe);
-}
-
-Result<Sandbox::Started> Sandbox::startUnchecked(const RunRequest& request,
-                                                 const LaunchExtras& extras,
-                                                 bool stdin_pipe) const {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
-  }
-  int seccomp_fd = -1;
-  if (options_.isolate && !extras.helper && !seccomp_bpf_.empty()) {
-    seccomp_fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
-    if (seccomp_fd < 0 || write(seccomp_fd, seccomp_bpf_.data(), seccomp_bpf_.size()) !=
-                              static_cast<ssize_t>(seccomp_bpf_.size())) {
-      return internalError("cannot hand the seccomp filter to the sandbox");
-    }
-    lseek(seccomp_fd, 0, SEEK_SET);
   }
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   Started started;
   started.cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
 
   ChildSetup s;
-  s.argv_storage = launcherArgs(request, seccomp_fd, extras);
+  s.argv_storage = options_.isolate ? helperArgs(request) : request.argv;
   s.env_storage = request.env;
   toCStrings(s.argv_storage, s.argv);
   toCStrings(s.env_storage, s.envp);
   s.stdin_fd = stdin_pipe ? in[0] : devnull;
   s.stdout_fd = out[1];
   s.stderr_fd = err[1];
-  s.seccomp_fd = seccomp_fd;
   s.cgroup_fds = &started.cgroup.procsFds();
-  s.inherit = extras.fds;
-  if (!extras.helper) s.rlimits = rlimits();
-  if (extras.helper) {
+  s.inherit = inherit;
+  if (!options_.isolate) s.rlimits = rlimits();  // the helper sets them for each command
+  if (options_.isolate) {
     s.own_user_ns = true;
     s.uid_map = "0 " + std::to_string(geteuid()) + " 1";
     s.gid_map = "0 " + std::to_string(getegid()) + " 1";
@@ -397,7 +389,6 @@ Result<Sandbox::Started> Sandbox::startUnchecked(const RunRequest& request,
   const pid_t pid = fork();
   if (pid == 0) childMain(s);
   for (int fd : {in[0], out[1], err[1], devnull}) close(fd);
-  if (seccomp_fd >= 0) close(seccomp_fd);
   if (pid < 0) {
     for (int fd : {in[1], out[0], err[0]}) close(fd);
     return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
@@ -416,11 +407,38 @@ Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& can
 
 Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
                                         const CancelToken& cancel) const {
-  if (options_.isolate) return runInHelper(request, cancel);
+  if (options_.isolate) {
+    const auto start_time = std::chrono::steady_clock::now();
+    BYD_ASSIGN_OR_RETURN(Launched p, launchUnchecked(request, {}, !request.stdin_data.empty()));
+    Watched w;
+    w.fd = p.sock;
+    w.ended = [&p](int& status, std::string& note) {
+      std::string payload;
+      std::vector<int> fds;
+      const ssize_t n = zygote::receiveMessage(p.sock, payload, fds);
+      for (int fd : fds) close(fd);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+      if (n > 0 && payload[0] == zygote::kStatus && payload.size() == 1 + sizeof(int)) {
+        memcpy(&status, payload.data() + 1, sizeof(int));
+      } else if (n > 0 && payload[0] == zygote::kError) {
+        note += "sandbox: " + payload.substr(1) + "\n";
+        status = 126 << 8;
+      } else {
+        status = SIGKILL;  // its namespace was killed before it could report
+      }
+      return true;
+    };
+    w.signal = [&p](int sig) { signal(p, sig); };
+    w.finish = [&p] {
+      signal(p, SIGKILL);
+      ::close(p.pidfd);
+      ::close(p.sock);
+    };
+    return supervise(w, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, start_time);
+  }
   // --sandbox none: a plain process in its own session, stopped through its process group.
   const auto start_time = std::chrono::steady_clock::now();
-  BYD_ASSIGN_OR_RETURN(Started p,
-                       startUnchecked(request, LaunchExtras{}, !request.stdin_data.empty()));
+  BYD_ASSIGN_OR_RETURN(Started p, spawn(request, {}, !request.stdin_data.empty()));
   const pid_t pid = p.pid;
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   Watched w;
@@ -454,13 +472,7 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
   request.cwd = "/";
   request.env = {"PATH=/usr/bin:/bin"};
-  LaunchExtras extras;
-  extras.helper = true;
-  extras.fds = {sv[1], exe_fd_};
-  // Not --die-with-parent, which follows the forking thread: the helper ends when its
-  // control socket closes, that is when this server does.
-  extras.die_with_parent = false;
-  auto started = startUnchecked(request, extras, /*stdin_pipe=*/false);
+  auto started = spawn(request, {sv[1], exe_fd_}, /*stdin_pipe=*/false);
   close(sv[1]);
   if (!started.ok()) {
     close(sv[0]);
@@ -473,17 +485,27 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   return helper_;
 }
 
-Result<RunResult> Sandbox::runInHelper(const RunRequest& request, const CancelToken& cancel) const {
-  const auto start_time = std::chrono::steady_clock::now();
+Result<Sandbox::Launched> Sandbox::launch(const RunRequest& request,
+                                          const std::vector<int>& extra_fds) const {
+  BYD_RETURN_IF_ERROR(verify());
+  if (!options_.isolate) return failedPrecondition("the sandbox is off (--sandbox none)");
+  return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true);
+}
+
+Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
+                                                   const std::vector<int>& extra_fds,
+                                                   bool stdin_pipe) const {
+  if (extra_fds.size() > 3) return internalError("at most three extra descriptors");
   nlohmann::json spec = {
       {"argv", request.argv}, {"env", request.env}, {"cwd", request.cwd}, {"rlimits", rlimits()}};
   const std::string spec_text = spec.dump();
   int in[2] = {-1, -1}, out[2], err[2];
-  const bool feed = !request.stdin_data.empty();
-  if ((feed ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0 ||
+  if ((stdin_pipe ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0 ||
       pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
   }
+  std::vector<int> fds = {in[0], out[1], err[1]};
+  fds.insert(fds.end(), extra_fds.begin(), extra_fds.end());
   Result<ZygoteClient::Run> run = internalError("no sandbox helper");
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto helper_or = helper();
@@ -492,43 +514,29 @@ Result<RunResult> Sandbox::runInHelper(const RunRequest& request, const CancelTo
       break;
     }
     bool lost = false;
-    run = (*helper_or)->start(spec_text, in[0], out[1], err[1], lost);
+    run = (*helper_or)->start(spec_text, fds, lost);
     if (run.ok() || !lost) break;
     spdlog::warn("sandbox: {}; starting a new one", run.status().message());
   }
-  for (int fd : {in[0], out[1], err[1]}) close(fd);
+  for (int fd : {in[0], out[1], err[1]}) ::close(fd);
   if (!run.ok()) {
     for (int fd : {in[1], out[0], err[0]}) {
-      if (fd >= 0) close(fd);
+      if (fd >= 0) ::close(fd);
     }
     return run.status();
   }
-  const int pidfd = run->pidfd, sock = run->sock;
-  Watched w;
-  w.fd = sock;
-  w.ended = [sock](int& status, std::string& note) {
-    std::string payload;
-    std::vector<int> fds;
-    const ssize_t n = zygote::receiveMessage(sock, payload, fds);
-    for (int fd : fds) close(fd);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
-    if (n > 0 && payload[0] == zygote::kStatus && payload.size() == 1 + sizeof(int)) {
-      memcpy(&status, payload.data() + 1, sizeof(int));
-    } else if (n > 0 && payload[0] == zygote::kError) {
-      note += "sandbox: " + payload.substr(1) + "\n";
-      status = 126 << 8;
-    } else {
-      status = SIGKILL;  // its namespace was killed before it could report
-    }
-    return true;
-  };
-  w.signal = [pidfd](int sig) { syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); };
-  w.finish = [pidfd, sock] {
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-    close(pidfd);
-    close(sock);
-  };
-  return supervise(w, feed ? in[1] : -1, out[0], err[0], request, cancel, start_time);
+  return Launched{run->pidfd, run->sock, in[1], out[0], err[0]};
+}
+
+void Sandbox::signal(const Launched& process, int sig) {
+  syscall(SYS_pidfd_send_signal, process.pidfd, sig, nullptr, 0);
+}
+
+void Sandbox::Launched::close() {
+  for (int* fd : {&pidfd, &sock, &stdin_w, &stdout_r, &stderr_r}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 }  // namespace byd

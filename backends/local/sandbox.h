@@ -69,7 +69,7 @@ class Sandbox {
   ~Sandbox();
 
   // Runs a sandboxed `exit 0` once (later calls return the first answer): OK, or why the
-  // kernel refuses the sandbox. run() and start() wait for it.
+  // kernel refuses the sandbox. run() and launch() wait for it.
   Status verify() const;
   // One line for the start-up log: the layers in force.
   const std::string& layers() const { return layers_; }
@@ -77,35 +77,37 @@ class Sandbox {
 
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
-  // What a long-lived process (a Python kernel) adds to the launcher.
-  struct LaunchExtras {
-    std::vector<std::string> args;  // more bwrap arguments, e.g. --ro-bind-data FD DEST
-    std::vector<int> fds;           // descriptors those arguments name (kept across exec)
-    // --die-with-parent ties the sandbox to the *thread* that forked it. A kernel started from
-    // a short-lived thread must not use it; it ends instead when its stdin closes.
-    bool die_with_parent = true;
-    // The sandbox helper (sandbox_zygote.h): this binary, bound in; in a user namespace made
-    // before bwrap starts, so that it keeps CAP_SYS_ADMIN over the sandbox's namespaces to
-    // make the commands' own; no seccomp filter and no rlimits, which it gives each command.
-    bool helper = false;
-  };
-  // A started process with its pipes; the caller owns them and the cgroup.
-  struct Started {
-    pid_t pid = -1;  // the launcher
+  // A long-lived process in the sandbox (a Python kernel), with pipes for its standard
+  // streams. The caller owns the descriptors (close() releases them).
+  struct Launched {
+    int pidfd = -1;  // its namespace's init: see signal()
+    int sock = -1;   // readable once it has ended
     int stdin_w = -1, stdout_r = -1, stderr_r = -1;
-    CgroupRun cgroup;
+    void close();
   };
-  Result<Started> start(const RunRequest& request, const LaunchExtras& extras,
-                        bool stdin_pipe) const;
+  // Starts `request` (its stdin_data, timeout and output cap do not apply) with `extra_fds` as
+  // its descriptors 3, 4, ... (at most three).
+  Result<Launched> launch(const RunRequest& request, const std::vector<int>& extra_fds) const;
+  // SIGINT goes to the launched process alone, SIGTERM to every process of its namespace,
+  // SIGKILL ends the namespace.
+  static void signal(const Launched& process, int sig);
 
  private:
   Sandbox(std::vector<std::string> writable, SandboxOptions options);
-  std::vector<std::string> launcherArgs(const RunRequest& request, int seccomp_fd,
-                                        const LaunchExtras& extras) const;
+  // A process started with fork and exec, with its pipes.
+  struct Started {
+    pid_t pid = -1;
+    int stdin_w = -1, stdout_r = -1, stderr_r = -1;
+    CgroupRun cgroup;
+  };
+  // Isolated: the helper (request.argv is its command line) in bubblewrap. Otherwise the
+  // plain process of --sandbox none. `inherit` are kept open across exec.
+  Result<Started> spawn(const RunRequest& request, const std::vector<int>& inherit,
+                        bool stdin_pipe) const;
+  std::vector<std::string> helperArgs(const RunRequest& request) const;
   Result<RunResult> runUnchecked(const RunRequest& request, const CancelToken& cancel) const;
-  Result<Started> startUnchecked(const RunRequest& request, const LaunchExtras& extras,
-                                 bool stdin_pipe) const;
-  Result<RunResult> runInHelper(const RunRequest& request, const CancelToken& cancel) const;
+  Result<Launched> launchUnchecked(const RunRequest& request, const std::vector<int>& extra_fds,
+                                   bool stdin_pipe) const;
   // The running helper, started (again) when there is none.
   Result<std::shared_ptr<ZygoteClient>> helper() const;
   std::vector<std::pair<int, rlim_t>> rlimits() const;
@@ -114,7 +116,6 @@ class Sandbox {
   const std::vector<std::string> writable_;
   const SandboxOptions options_;
   std::string layers_;
-  std::vector<char> seccomp_bpf_;       // the compiled filter, copied into a memfd per run
   std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
   int exe_fd_ = -1;                     // this binary, bound into the sandbox as the helper
   mutable std::mutex helper_mu_;

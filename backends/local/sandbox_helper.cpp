@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -81,8 +82,9 @@ void say(const char* what, const char* detail = "") {
 struct Command {
   const Spec* spec;
   std::vector<char*> argv, envp;
-  int in, out, err;
+  std::vector<int> fds;  // its descriptors 0, 1, 2, ... in order
   sock_fprog filter;
+  int landlock = -1;  // the ruleset to enforce, when the kernel has Landlock
 };
 
 // The command itself, a child of its namespace's init. Failing before exec is exit 126.
@@ -92,9 +94,15 @@ int commandMain(void* arg) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (dup2(c.in, STDIN_FILENO) < 0 || dup2(c.out, STDOUT_FILENO) < 0 ||
-      dup2(c.err, STDERR_FILENO) < 0) {
-    _exit(126);
+  // Out of the way first (above every target number), then into place.
+  const int landlock = c.landlock >= 0 ? fcntl(c.landlock, F_DUPFD_CLOEXEC, 16) : -1;
+  int moved[8];
+  for (size_t i = 0; i < c.fds.size(); ++i) {
+    moved[i] = fcntl(c.fds[i], F_DUPFD_CLOEXEC, 16);
+    if (moved[i] < 0) _exit(126);
+  }
+  for (size_t i = 0; i < c.fds.size(); ++i) {
+    if (dup2(moved[i], static_cast<int>(i)) < 0) _exit(126);
   }
   setsid();  // no controlling terminal to inject into
   // A user namespace of its own, as uid 1000: the capabilities the helper holds (to make
@@ -116,8 +124,15 @@ int commandMain(void* arg) {
     say("cannot enter ", c.spec->cwd.c_str());
     _exit(126);
   }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &c.filter) != 0) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    say("cannot set no_new_privs");
+    _exit(126);
+  }
+  if (c.landlock >= 0 && syscall(SYS_landlock_restrict_self, landlock, 0) != 0) {
+    say("cannot enforce the Landlock ruleset");
+    _exit(126);
+  }
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &c.filter) != 0) {
     say("cannot install the seccomp filter");
     _exit(126);
   }
@@ -141,6 +156,39 @@ pid_t startCommand(Command& c) {
 
 void ignoreSignal(int) {}
 
+// A Landlock ruleset that lets a command write only beneath the workspace, /tmp, /dev/shm, and
+// to the files of /dev (/dev/null and kin); reading is left to the mounts. -1 when the kernel has
+// no Landlock.
+int landlockRuleset(const std::vector<std::string>& writable) {
+  const long abi =
+      syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return -1;
+  constexpr uint64_t kRefer = 1ULL << 13, kTruncate = 1ULL << 14;  // ABI 2 and 3
+  uint64_t writes = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                    LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                    LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                    LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                    LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2) writes |= kRefer;
+  if (abi >= 3) writes |= kTruncate;
+  const uint64_t handled = writes;  // struct landlock_ruleset_attr's first field
+  const int ruleset =
+      static_cast<int>(syscall(SYS_landlock_create_ruleset, &handled, sizeof handled, 0));
+  if (ruleset < 0) return -1;
+  auto allow = [&](const std::string& path, uint64_t access) {
+    const int dir = open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (dir < 0) return;
+    landlock_path_beneath_attr rule{access, dir};
+    syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+    close(dir);
+  };
+  for (const std::string& dir : writable) allow(dir, writes);
+  allow("/tmp", writes);
+  allow("/dev/shm", writes);
+  allow("/dev", LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? kTruncate : 0));
+  return ruleset;
+}
+
 // Fresh /proc (for the new pid namespace) and /tmp; "" or what failed.
 std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
   auto failed = [](const std::string& what) {
@@ -151,6 +199,24 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
     return failed("/proc");
   }
   umount2(zygote::kHelperPath, MNT_DETACH);  // commands have no use for the server's binary
+  // The device nodes are the host's, and a command's uid maps to their owner: read-only
+  // mounts keep it from changing their modes (writing to them still works).
+  for (const char* node :
+       {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
+    if (mount(nullptr, node, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, nullptr) != 0 &&
+        errno != ENOENT) {
+      return failed(node);
+    }
+  }
+  // A private /dev/shm (Python's multiprocessing wants one), then nothing else new in /dev.
+  mkdir("/dev/shm", 01777);
+  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+    return failed("/dev/shm");
+  }
+  if (mount(nullptr, "/dev", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            nullptr) != 0) {
+    return failed("/dev read-only");
+  }
   // A fresh /tmp would hide workspace directories that live under /tmp: hold them open and
   // bind them again on top.
   std::vector<std::pair<std::string, int>> under_tmp;
@@ -179,16 +245,18 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
 
 // Process 1 of a command's pid namespace, made ahead of need: mounts its /proc and /tmp, then
 // waits for its command on `request`. It starts the command, reaps whatever is orphaned,
-// passes SIGTERM on to everything in the namespace, and reports the command's wait status.
+// passes SIGTERM on to everything in the namespace and SIGINT to the command, and reports the
+// command's wait status.
 // Its exit ends every process left in the namespace.
 [[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
                            const std::vector<char>& bpf) {
   const std::string setup_error = mountFreshProcAndTmp(writable);
+  const int landlock = setup_error.empty() ? landlockRuleset(writable) : -1;
   std::string payload;
   std::vector<int> fds;
-  if (zygote::receiveMessage(request, payload, fds) <= 0 || fds.size() != 5) _exit(0);
+  if (zygote::receiveMessage(request, payload, fds) <= 0 || fds.size() < 5) _exit(0);
   close(request);
-  const int sock = fds[4];
+  const int sock = fds[1];
   auto fail = [&](const std::string& why) {
     zygote::sendMessage(sock, std::string(1, zygote::kError) + why, {});
     _exit(1);
@@ -198,27 +266,31 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
   if (!setup_error.empty()) fail(setup_error);
   struct sigaction sa {};
   sa.sa_handler = ignoreSignal;  // process 1 only receives signals it handles
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGCHLD, &sa, nullptr);
   sigset_t waited;
   sigemptyset(&waited);
-  sigaddset(&waited, SIGTERM);
-  sigaddset(&waited, SIGCHLD);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD}) {
+    sigaction(sig, &sa, nullptr);
+    sigaddset(&waited, sig);
+  }
   sigprocmask(SIG_BLOCK, &waited, nullptr);
-  Command c{&spec, {}, {}, fds[1], fds[2], fds[3], {}};
+  Command c{&spec, {}, {}, std::vector<int>(fds.begin() + 2, fds.end()), {}};
   for (const std::string& a : spec.argv) c.argv.push_back(const_cast<char*>(a.c_str()));
   for (const std::string& e : spec.env) c.envp.push_back(const_cast<char*>(e.c_str()));
   c.argv.push_back(nullptr);
   c.envp.push_back(nullptr);
   c.filter = {static_cast<unsigned short>(bpf.size() / sizeof(sock_filter)),
               reinterpret_cast<sock_filter*>(const_cast<char*>(bpf.data()))};
+  c.landlock = landlock;
   const pid_t command = startCommand(c);
   if (command < 0) fail(std::string("cannot start the command: ") + strerror(errno));
-  for (int i = 0; i < 4; ++i) close(fds[i]);
+  for (int fd : fds) {
+    if (fd != sock) close(fd);
+  }
   while (true) {
     siginfo_t info;
     const int sig = sigwaitinfo(&waited, &info);
     if (sig == SIGTERM) kill(-1, SIGTERM);
+    if (sig == SIGINT) kill(command, SIGINT);
     if (sig != SIGCHLD) continue;
     int status;
     pid_t pid;
@@ -283,7 +355,7 @@ int helperMain(int control, const std::vector<std::string>& writable) {
   while (true) {
     const ssize_t n = zygote::receiveMessage(control, payload, fds);
     if (n <= 0) return n == 0 ? 0 : 1;  // the server has gone
-    if (payload[0] != zygote::kRun || fds.size() != 5) {
+    if (payload[0] != zygote::kRun || fds.size() < 5) {
       for (int fd : fds) close(fd);
       continue;
     }
@@ -298,10 +370,10 @@ int helperMain(int control, const std::vector<std::string>& writable) {
       taken = spare.request >= 0 && zygote::sendMessage(spare.request, payload, fds);
     }
     if (taken) {
-      zygote::sendMessage(fds[4], std::string(1, zygote::kStarted), {spare.pidfd});
+      zygote::sendMessage(fds[1], std::string(1, zygote::kStarted), {spare.pidfd});
     } else {
       zygote::sendMessage(
-          fds[4], std::string(1, zygote::kError) + "cannot make its namespaces: " + strerror(errno),
+          fds[1], std::string(1, zygote::kError) + "cannot make its namespaces: " + strerror(errno),
           {});
     }
     for (int fd : fds) close(fd);

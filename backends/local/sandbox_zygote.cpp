@@ -112,8 +112,8 @@ std::string ZygoteClient::lastWords() const {
   return n > 0 ? ": " + std::string(buf, n) : "";
 }
 
-Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, int stdin_fd, int stdout_fd,
-                                              int stderr_fd, bool& lost) const {
+Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec,
+                                              const std::vector<int>& fds, bool& lost) const {
   lost = false;
   // The spec travels in a memfd: a command may be larger than a socket message.
   const int spec_fd = memfd_create("byd-spec", MFD_CLOEXEC);
@@ -131,8 +131,9 @@ Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, int stdin
   bool sent;
   {
     std::lock_guard lock(mu_);
-    sent = !lost_ && zygote::sendMessage(control_, std::string(1, zygote::kRun),
-                                         {spec_fd, stdin_fd, stdout_fd, stderr_fd, sv[1]});
+    std::vector<int> all = {spec_fd, sv[1]};
+    all.insert(all.end(), fds.begin(), fds.end());
+    sent = !lost_ && zygote::sendMessage(control_, std::string(1, zygote::kRun), all);
     if (!sent) lost_ = true;
   }
   close(spec_fd);
@@ -147,10 +148,10 @@ Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, int stdin
   pollfd p{sv[0], POLLIN, 0};
   if (poll(&p, 1, 10000) != 1) return fail("it did not answer within 10 s");
   std::string payload;
-  std::vector<int> fds;
-  const ssize_t n = zygote::receiveMessage(sv[0], payload, fds);
-  if (n > 0 && payload[0] == zygote::kStarted && fds.size() == 1) return Run{fds[0], sv[0]};
-  for (int fd : fds) close(fd);
+  std::vector<int> got;
+  const ssize_t n = zygote::receiveMessage(sv[0], payload, got);
+  if (n > 0 && payload[0] == zygote::kStarted && got.size() == 1) return Run{got[0], sv[0]};
+  for (int fd : got) close(fd);
   if (n > 0 && payload[0] == zygote::kError) {
     close(sv[0]);
     return resourceExhausted("the sandbox could not start the command: " + payload.substr(1));

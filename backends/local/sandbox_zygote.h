@@ -9,7 +9,8 @@
 //
 // The protocol is SOCK_SEQPACKET messages whose first byte is a tag, with descriptors passed
 // alongside:
-//   server -> helper, control socket: kRun + [spec memfd, stdin, stdout, stderr, run socket]
+//   server -> helper, control socket: kRun + [spec memfd, run socket, stdin, stdout, stderr,
+//                                     and up to three more for descriptors 3, 4, 5]
 //   helper -> server, run socket:     kStarted + [pidfd of the command's namespace init]
 //                                     kStatus + the command's wait status (int), or
 //                                     kError + text, when it could not start.
@@ -59,10 +60,9 @@ class ZygoteClient {
     int pidfd = -1;  // the command's namespace init: signal it to stop the command
     int sock = -1;   // readable when the command has ended (kStatus, or end of stream)
   };
-  // Starts the command `spec` (JSON) with the given standard descriptors. On failure `lost`
-  // says whether the helper itself has gone (then a new one may be tried).
-  Result<Run> start(const std::string& spec, int stdin_fd, int stdout_fd, int stderr_fd,
-                    bool& lost) const;
+  // Starts the command `spec` (JSON) with `fds` as its descriptors 0, 1, 2, ... (at most six).
+  // On failure `lost` says whether the helper itself has gone (then a new one may be tried).
+  Result<Run> start(const std::string& spec, const std::vector<int>& fds, bool& lost) const;
 
  private:
   std::string lastWords() const;

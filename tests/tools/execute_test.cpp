@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -145,12 +147,44 @@ TEST_F(ExecuteTest, NoNetwork) {
 }
 
 TEST_F(ExecuteTest, SystemIsReadOnlyAndPrivateThingsAbsent) {
+  // The server's environment must not be readable from any process the sandbox shows.
+  setenv("BYD_TEST_SECRET", "1", 1);
+  makeBackend(SandboxLimits{});
+  const std::string server_pid = std::to_string(getpid());
   json s = sc({{"command", "touch /etc/x /usr/x /byd-escape 2>&1 | wc -l; touch " +
                                tmp_.path().parent_path().string() +
                                "/byd-escape; ls /root /home 2>&1 | wc -l; "
-                               "cat /proc/1/environ | tr '\\0' '\\n' | grep -c BYD_TEST_SECRET"}});
+                               "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | "
+                               "grep -c BYD_TEST_SECRET; test -e /proc/" +
+                               server_pid + "/environ && echo server-visible"}});
+  unsetenv("BYD_TEST_SECRET");
   EXPECT_EQ(s["stdout"], "3\n2\n0\n") << s.dump();
   EXPECT_FALSE(std::filesystem::exists(tmp_.path().parent_path() / "byd-escape"));
+}
+
+TEST_F(ExecuteTest, DevicesKeepTheirModesAndDevGetsNothingNew) {
+  struct stat before;
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  json s = sc({{"command",
+                "chmod 600 /dev/null /dev/zero 2>/dev/null || echo no-chmod; "
+                "touch /dev/x 2>/dev/null || echo no-touch; echo hi > /dev/null && echo writes; "
+                "head -c 4 /dev/urandom | wc -c; echo shm > /dev/shm/s && cat /dev/shm/s"}});
+  EXPECT_EQ(s["stdout"], "no-chmod\nno-touch\nwrites\n4\nshm\n") << s.dump();
+  struct stat after;
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_FALSE(std::filesystem::exists("/dev/x"));
+}
+
+TEST_F(ExecuteTest, LandlockConfinesWritesWhereMountsAllowThem) {
+  if (syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U) < 1) {
+    GTEST_SKIP() << "this kernel has no Landlock";
+  }
+  // procfs is writable by mount, but not a place Landlock lets a command write.
+  json s = sc({{"command",
+                "echo 500 > /proc/self/oom_score_adj 2>/dev/null || echo refused; "
+                "echo ok > landlock-ok && cat landlock-ok"}});
+  EXPECT_EQ(s["stdout"], "refused\nok\n") << s.dump();
 }
 
 TEST_F(ExecuteTest, NoPrivileges) {

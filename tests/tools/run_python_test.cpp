@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -144,20 +146,54 @@ TEST_F(RunPythonTest, FilesPersistInTheWorkspace) {
 }
 
 TEST_F(RunPythonTest, EscapesFail) {
-  json r = run({{"code",
-                 "import os, socket\n"
-                 "out = []\n"
-                 "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
-                 "    out.append('net')\nexcept OSError:\n    pass\n"
-                 "for p in ('/etc/x', '/usr/x'):\n"
-                 "    try:\n        open(p, 'w')\n        out.append(p)\n"
-                 "    except OSError:\n        pass\n"
-                 "out.append(str(os.path.exists('/root') or os.path.exists('/home')))\n"
-                 "out.append([l for l in open('/proc/self/status') if "
-                 "l.startswith('CapEff')][0].split()[1])\n"
-                 "out"},
-                {"session", "escape"}});
-  EXPECT_EQ(r["structuredContent"]["result"], "['False', '0000000000000000']") << r.dump();
+  // A setuid-root copy of a program, left in the workspace by the host.
+  const std::filesystem::path setuid_copy = tmp_->path() / "id-setuid";
+  std::filesystem::copy_file("/usr/bin/id", setuid_copy);
+  ASSERT_EQ(chmod(setuid_copy.c_str(), 04755), 0);
+  std::filesystem::create_symlink("/etc/shadow", tmp_->path() / "shadow-link");
+  const std::string code = R"PY(
+import ctypes, fcntl, os, socket, subprocess, termios
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = 'WORKED'
+    except Exception as e:
+        out[name] = type(e).__name__
+attempt('net4', lambda: socket.create_connection(('1.1.1.1', 80), timeout=2))
+attempt('net6', lambda: socket.create_connection(('::1', 22), timeout=2))
+for p in ('/etc/x', '/usr/x', '/x'):
+    attempt('write ' + p, lambda: open(p, 'w'))
+try:  # the workspace's parent (inside a private /tmp when the workspace is in /tmp)
+    open(os.path.dirname(os.getcwd()) + '/byd-escape-py', 'w').close()
+except OSError:
+    pass
+attempt('read /root', lambda: os.listdir('/root'))
+attempt('read /home', lambda: os.listdir('/home'))
+attempt('shadow', lambda: open('shadow-link').read())
+attempt('server env', lambda: open('/proc/%d/environ' % SERVER_PID).read())
+libc = ctypes.CDLL(None, use_errno=True)
+out['ptrace'] = libc.ptrace(0, 0, 0, 0)
+out['mount'] = libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)
+attempt('tiocsti', lambda: fcntl.ioctl(1, termios.TIOCSTI, b'x'))
+status = dict(l.split(':	', 1) for l in open('/proc/self/status').read().splitlines() if ':	' in l)
+out['caps'] = status['CapEff'].strip() + ' ' + status['NoNewPrivs'].strip()
+out['setuid'] = subprocess.run(['./id-setuid', '-u'], capture_output=True, text=True).stdout.strip()
+out['uid'] = str(os.getuid())
+out
+)PY";
+  json r =
+      run({{"code", "SERVER_PID = " + std::to_string(getpid()) + code}, {"session", "escape"}});
+  ASSERT_EQ(r["isError"], false) << r.dump();
+  const std::string result = r["structuredContent"]["result"];
+  EXPECT_EQ(result.find("'WORKED'"), std::string::npos) << result;           // every attempt failed
+  EXPECT_NE(result.find("'net4': 'OSError'"), std::string::npos) << result;  // unreachable
+  EXPECT_NE(result.find("'ptrace': -1"), std::string::npos) << result;
+  EXPECT_NE(result.find("'mount': -1"), std::string::npos) << result;
+  EXPECT_NE(result.find("'caps': '0000000000000000 1'"), std::string::npos) << result;
+  EXPECT_NE(result.find("'setuid': '1000'"), std::string::npos) << result;  // not 0
+  EXPECT_NE(result.find("'uid': '1000'"), std::string::npos) << result;
+  EXPECT_NE(result.find("'tiocsti': 'PermissionError'"), std::string::npos) << result;
 }
 
 TEST_F(RunPythonTest, MatplotlibFigureComesBackAsAnImage) {
