@@ -141,10 +141,13 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   app.add_option("--max-output-bytes", flags.limits.max_output_bytes,
                  "execute cuts stdout and stderr each at this many bytes (default 100 KiB)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
-  app.add_option("--memory-limit", flags.sandbox_limits.memory_bytes,
-                 "Memory of a sandboxed command, bytes (default 1 GiB; 0: none)");
-  app.add_option("--process-limit", flags.sandbox_limits.processes,
-                 "Processes of a sandboxed command (default 256; 0: none)");
+  app.add_option(
+      "--memory-limit", flags.sandbox_limits.memory_bytes,
+      "Memory, bytes, of each sandboxed process and of the sandbox as a whole (its commands "
+      "and Python kernels together, where a cgroup can be made) (default 1 GiB; 0: none)");
+  app.add_option(
+      "--process-limit", flags.sandbox_limits.processes,
+      "Processes of the sandbox, its commands and kernels together (default 256; 0: none)");
   app.add_option("--file-size-limit", flags.sandbox_limits.file_size_bytes,
                  "Largest file a sandboxed command may write, bytes (default 1 GiB; 0: none)");
   app.add_option("--open-files-limit", flags.sandbox_limits.open_files,

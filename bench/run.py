@@ -656,6 +656,70 @@ def measure_execute(server, params, n, warmup):
     return out, inside
 
 
+PY_SUM = "sum(i*i for i in range(200000))"
+
+
+def measure_python_calls(server, code_of, n, warmup, pause=0.0):
+    """Round-trip seconds of run_python calls; code_of(i) -> (code, session)."""
+    out = []
+    for i in range(warmup + n):
+        code, session = code_of(i)
+        dt, line = server.timed("tools/call", tool("run_python", {"code": code, "session": session}))
+        result = check_response(line, "run_python")
+        if result.get("isError"):
+            raise ServerError("run_python %r: %s" % (code, json.dumps(result)[:300]))
+        if i >= warmup:
+            out.append(dt)
+        if pause:
+            time.sleep(pause)
+    return out
+
+
+def plain_python_sum(n):
+    """Seconds for PY_SUM timed inside one plain /usr/bin/python3, n times."""
+    script = ("import time\nfor _ in range(%d):\n    t = time.perf_counter()\n    %s\n"
+              "    print(time.perf_counter() - t)\n" % (n, PY_SUM))
+    out = subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", script], capture_output=True,
+                         text=True, check=True).stdout
+    return [float(x) for x in out.split()]
+
+
+def bench_run_python(argv, fixture, n, warmup, row, results):
+    """run_python: warm 1+1, the first call of a new session, and CPU-bound code."""
+    server = McpServer(argv + ["--python-sessions", str(n + warmup + 4)], fixture)
+    try:
+        server.call("initialize", initialize_params())
+        server.notify("notifications/initialized")
+        print("run_python 1+1 (warm session): %d calls ..." % (n * 4), flush=True)
+        warm = summarize(measure_python_calls(server, lambda i: ("1+1", "warm"), n * 4, warmup))
+        # New sessions a second apart, as an agent opens them: each takes the spare kernel
+        # started after the previous one.
+        print("run_python in a new session: %d calls ..." % n, flush=True)
+        time.sleep(1.0)
+        fresh = summarize(measure_python_calls(
+            server, lambda i: ("1+1", "new-%d" % i), n, 1, pause=1.0))
+        print("run_python %s: %d calls ..." % (PY_SUM, n), flush=True)
+        cpu = summarize(measure_python_calls(server, lambda i: (PY_SUM, "warm"), n, warmup))
+    finally:
+        server.close()
+    plain = summarize(plain_python_sum(n + warmup)[warmup:])
+    results["run_python_warm_s"] = warm
+    results["run_python_new_session_s"] = fresh
+    results["run_python_sum_s"] = cpu
+    results["plain_python_sum_s"] = plain
+    ratio = cpu["p50"] / plain["p50"]
+    results["run_python_sum_over_plain_p50"] = ratio
+    row("run_python '1+1', warm session", "p50 %s  p95 %s" % (fmt_time(warm["p50"]),
+                                                          fmt_time(warm["p95"])),
+        "p50 < 300 µs", warm["p50"] < 300e-6)
+    row("run_python '1+1', first call of a new session",
+        "p50 %s  p95 %s" % (fmt_time(fresh["p50"]), fmt_time(fresh["p95"])), "p50 < 5 ms",
+        fresh["p50"] < 0.005)
+    row("run_python %s round trip" % PY_SUM, "p50 %s" % fmt_time(cpu["p50"]))
+    row("  reference: the same timed inside plain python3 (p50)", fmt_time(plain["p50"]))
+    row("run_python p50 / plain python3 p50", "%.2f" % ratio, "≤ 1.10", ratio <= 1.10)
+
+
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
@@ -866,6 +930,9 @@ def main():
     row("  reference: posix_spawn /bin/bash -c %r (p50)" % EXEC_COMMAND, fmt_time(plain["p50"]))
     row("execute p50 / posix_spawn p50", "%.1f" % results["execute_over_posix_spawn_p50"])
     row("  reference: bare bwrap --unshare-all /bin/true (p50)", fmt_time(bw["p50"]))
+
+    # --- run_python -----------------------------------------------------------------------
+    bench_run_python(argv, fixture, n_exec, warm_exec, row, results)
 
     # --- ripgrep reference ----------------------------------------------------------------
     rg_argv = [rg, "-j2", "-l", NEEDLE, fixture]

@@ -46,10 +46,10 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   request.argv = {python, "-I", "-S", "-u", kKernelPath};
   request.cwd = cwd;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
-  auto launched = sandbox.launch(request, {source});
+  auto launched = sandbox.launch(request, {source}, /*own_cgroup=*/true);
   close(source);
   if (!launched.ok()) return launched.status();
-  k->proc_ = *launched;
+  k->proc_ = std::move(*launched);
   for (int fd : {k->proc_.stdout_r, k->proc_.stderr_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
   auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
   if (!ready.ok() || ready->value("type", "") != "ready") {

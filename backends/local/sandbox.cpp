@@ -409,7 +409,8 @@ Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
                                         const CancelToken& cancel) const {
   if (options_.isolate) {
     const auto start_time = std::chrono::steady_clock::now();
-    BYD_ASSIGN_OR_RETURN(Launched p, launchUnchecked(request, {}, !request.stdin_data.empty()));
+    BYD_ASSIGN_OR_RETURN(Launched p, launchUnchecked(request, {}, !request.stdin_data.empty(),
+                                                     /*own_cgroup=*/false));
     Watched w;
     w.fd = p.sock;
     w.ended = [&p](int& status, std::string& note) {
@@ -486,18 +487,26 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
 }
 
 Result<Sandbox::Launched> Sandbox::launch(const RunRequest& request,
-                                          const std::vector<int>& extra_fds) const {
+                                          const std::vector<int>& extra_fds,
+                                          bool own_cgroup) const {
   BYD_RETURN_IF_ERROR(verify());
   if (!options_.isolate) return failedPrecondition("the sandbox is off (--sandbox none)");
-  return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true);
+  return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true, own_cgroup);
 }
 
 Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                                                    const std::vector<int>& extra_fds,
-                                                   bool stdin_pipe) const {
+                                                   bool stdin_pipe, bool own_cgroup) const {
   if (extra_fds.size() > 3) return internalError("at most three extra descriptors");
-  nlohmann::json spec = {
-      {"argv", request.argv}, {"env", request.env}, {"cwd", request.cwd}, {"rlimits", rlimits()}};
+  CgroupRun cgroup = own_cgroup && cgroups_ ? cgroups_->start() : CgroupRun();
+  if (extra_fds.size() + cgroup.procsFds().size() > 3) {
+    return internalError("too many descriptors for one launch");
+  }
+  nlohmann::json spec = {{"argv", request.argv},
+                         {"env", request.env},
+                         {"cwd", request.cwd},
+                         {"rlimits", rlimits()},
+                         {"cgroups", cgroup.procsFds().size()}};
   const std::string spec_text = spec.dump();
   int in[2] = {-1, -1}, out[2], err[2];
   if ((stdin_pipe ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0 ||
@@ -506,6 +515,7 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
   }
   std::vector<int> fds = {in[0], out[1], err[1]};
   fds.insert(fds.end(), extra_fds.begin(), extra_fds.end());
+  fds.insert(fds.end(), cgroup.procsFds().begin(), cgroup.procsFds().end());
   Result<ZygoteClient::Run> run = internalError("no sandbox helper");
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto helper_or = helper();
@@ -525,7 +535,7 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
     }
     return run.status();
   }
-  return Launched{run->pidfd, run->sock, in[1], out[0], err[0]};
+  return Launched{run->pidfd, run->sock, in[1], out[0], err[0], std::move(cgroup)};
 }
 
 void Sandbox::signal(const Launched& process, int sig) {
@@ -537,6 +547,7 @@ void Sandbox::Launched::close() {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
+  cgroup.reset();
 }
 
 }  // namespace byd

@@ -78,16 +78,20 @@ class Sandbox {
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
   // A long-lived process in the sandbox (a Python kernel), with pipes for its standard
-  // streams. The caller owns the descriptors (close() releases them).
+  // streams. The caller owns the descriptors (close() releases them, and its cgroups).
   struct Launched {
     int pidfd = -1;  // its namespace's init: see signal()
     int sock = -1;   // readable once it has ended
     int stdin_w = -1, stdout_r = -1, stderr_r = -1;
+    CgroupRun cgroup;  // groups of its own, when launched with them
     void close();
   };
   // Starts `request` (its stdin_data, timeout and output cap do not apply) with `extra_fds` as
-  // its descriptors 3, 4, ... (at most three).
-  Result<Launched> launch(const RunRequest& request, const std::vector<int>& extra_fds) const;
+  // its descriptors 3, 4, ... (at most three). With `own_cgroup`, the process gets pids and
+  // memory groups of its own instead of sharing the sandbox's: one runaway session cannot
+  // starve the others (joining costs milliseconds, which a spare kernel's start can afford).
+  Result<Launched> launch(const RunRequest& request, const std::vector<int>& extra_fds,
+                          bool own_cgroup) const;
   // SIGINT goes to the launched process alone, SIGTERM to every process of its namespace,
   // SIGKILL ends the namespace.
   static void signal(const Launched& process, int sig);
@@ -107,7 +111,7 @@ class Sandbox {
   std::vector<std::string> helperArgs(const RunRequest& request) const;
   Result<RunResult> runUnchecked(const RunRequest& request, const CancelToken& cancel) const;
   Result<Launched> launchUnchecked(const RunRequest& request, const std::vector<int>& extra_fds,
-                                   bool stdin_pipe) const;
+                                   bool stdin_pipe, bool own_cgroup) const;
   // The running helper, started (again) when there is none.
   Result<std::shared_ptr<ZygoteClient>> helper() const;
   std::vector<std::pair<int, rlim_t>> rlimits() const;

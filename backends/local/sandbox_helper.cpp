@@ -38,6 +38,7 @@ struct Spec {
   std::vector<std::string> argv, env;
   std::string cwd;
   std::vector<std::pair<int, uint64_t>> rlimits;
+  size_t cgroups = 0;  // the last this many descriptors are cgroup.procs files to join
 };
 
 bool readSpec(int fd, Spec& spec) {
@@ -54,6 +55,7 @@ bool readSpec(int fd, Spec& spec) {
     spec.env = j.value("env", std::vector<std::string>{});
     spec.cwd = j.value("cwd", std::string("/"));
     spec.rlimits = j.value("rlimits", std::vector<std::pair<int, uint64_t>>{});
+    spec.cgroups = j.value("cgroups", size_t{0});
   } catch (const nlohmann::json::exception&) {
     return false;
   }
@@ -262,8 +264,13 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
     _exit(1);
   };
   Spec spec;
-  if (!readSpec(fds[0], spec)) fail("a malformed request");
+  if (!readSpec(fds[0], spec) || spec.cgroups + 5 > fds.size()) fail("a malformed request");
   if (!setup_error.empty()) fail(setup_error);
+  // Groups of its own (a Python kernel's): joined here, before the command exists, so that
+  // it and everything it starts are counted there.
+  for (size_t i = fds.size() - spec.cgroups; i < fds.size(); ++i) {
+    if (write(fds[i], "0", 1) != 1) fail(std::string("cannot join its cgroup: ") + strerror(errno));
+  }
   struct sigaction sa {};
   sa.sa_handler = ignoreSignal;  // process 1 only receives signals it handles
   sigset_t waited;
@@ -273,7 +280,7 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
     sigaddset(&waited, sig);
   }
   sigprocmask(SIG_BLOCK, &waited, nullptr);
-  Command c{&spec, {}, {}, std::vector<int>(fds.begin() + 2, fds.end()), {}};
+  Command c{&spec, {}, {}, std::vector<int>(fds.begin() + 2, fds.end() - spec.cgroups), {}};
   for (const std::string& a : spec.argv) c.argv.push_back(const_cast<char*>(a.c_str()));
   for (const std::string& e : spec.env) c.envp.push_back(const_cast<char*>(e.c_str()));
   c.argv.push_back(nullptr);

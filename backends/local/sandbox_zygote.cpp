@@ -112,8 +112,8 @@ std::string ZygoteClient::lastWords() const {
   return n > 0 ? ": " + std::string(buf, n) : "";
 }
 
-Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec,
-                                              const std::vector<int>& fds, bool& lost) const {
+Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, const std::vector<int>& fds,
+                                              bool& lost) const {
   lost = false;
   // The spec travels in a memfd: a command may be larger than a socket message.
   const int spec_fd = memfd_create("byd-spec", MFD_CLOEXEC);

@@ -27,6 +27,35 @@ KERNEL_PID = os.getpid()
 _HEADER = struct.Struct(">I")
 
 
+class _ForkedChildren:
+    """Children that cells made with os.fork. Each ends when its copy of the cell does, and
+    nothing in the kernel would wait for it: such zombies would hold the sandbox's process
+    limit until the session ends. The exited ones are reaped after each cell and on SIGCHLD
+    (a later cell's os.waitpid on one of them then gets ChildProcessError). subprocess's
+    children are not made with os.fork and stay the user's to wait for."""
+
+    def __init__(self):
+        self.pids = set()
+        self._fork = os.fork
+        os.fork = self.fork
+        signal.signal(signal.SIGCHLD, lambda signum, frame: self.reap())
+
+    def fork(self):
+        pid = self._fork()
+        if pid > 0:
+            self.pids.add(pid)
+        return pid
+
+    def reap(self):
+        for pid in list(self.pids):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0] == pid
+            except ChildProcessError:  # the cell waited for it itself
+                done = True
+            if done:
+                self.pids.discard(pid)
+
+
 def _take_protocol_fds():
     """Move the protocol onto private fds, so that nothing the user runs can touch it.
 
@@ -170,6 +199,7 @@ class Kernel:
         self.main.__builtins__ = builtins
         self.kernel_module = sys.modules["__main__"]  # keep our globals alive
         sys.modules["__main__"] = self.main
+        self.forked = _ForkedChildren()
         self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
         signal.signal(signal.SIGINT, self.sigint_handler)
 
@@ -211,6 +241,7 @@ class Kernel:
         duration = (time.perf_counter() - start) * 1000
         if os.getpid() != KERNEL_PID:  # the cell forked and this is the child: never reply
             os._exit(0)
+        self.forked.reap()
         if _signal.getsignal(signal.SIGINT) is not self.sigint_handler:  # the cell replaced it
             signal.signal(signal.SIGINT, self.sigint_handler)
         if error is not None:

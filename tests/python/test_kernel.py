@@ -319,6 +319,28 @@ class KernelTest(unittest.TestCase):
         self.assertEqual(reply["stdout"], "")
         self.assert_alive()  # the next frame is the pong, not a stray reply from the child
 
+    def zombies(self):
+        """This kernel's children that have exited but were not waited for."""
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            children = f.read().split()
+        states = []
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                pass
+        return states.count("Z")
+
+    def test_forked_children_are_reaped(self):
+        reply = self.ok("import os, time\nfor _ in range(20):\n    os.fork()\n    break\n"
+                        "kids = [os.fork() for _ in range(5)]\ntime.sleep(0.2)\n'done'")
+        self.assertEqual(reply["result"], "'done'")
+        time.sleep(0.5)
+        self.ok("import time\ntime.sleep(0.1)")  # reaps what ended during the pause
+        self.assertEqual(self.zombies(), 0)
+        self.assert_alive()
+
     def test_surrogates_do_not_break_the_stream(self):
         reply = self.ok("print('\\ud800')\n'ok'")
         self.assertEqual(reply["result"], "'ok'")
