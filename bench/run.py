@@ -659,8 +659,9 @@ def measure_execute(server, params, n, warmup):
 PY_SUM = "sum(i*i for i in range(200000))"
 
 
-def measure_python_calls(server, code_of, n, warmup, pause=0.0):
-    """Round-trip seconds of run_python calls; code_of(i) -> (code, session)."""
+def measure_python_calls(server, code_of, n, warmup, pause=0.0, inside=None):
+    """Round-trip seconds of run_python calls; code_of(i) -> (code, session). With `inside` (a
+    list), the kernel's own duration_ms of each cell is appended there, in seconds."""
     out = []
     for i in range(warmup + n):
         code, session = code_of(i)
@@ -670,6 +671,8 @@ def measure_python_calls(server, code_of, n, warmup, pause=0.0):
             raise ServerError("run_python %r: %s" % (code, json.dumps(result)[:300]))
         if i >= warmup:
             out.append(dt)
+            if inside is not None:
+                inside.append(result["structuredContent"]["duration_ms"] / 1000.0)
         if pause:
             time.sleep(pause)
     return out
@@ -699,25 +702,34 @@ def bench_run_python(argv, fixture, n, warmup, row, results):
         fresh = summarize(measure_python_calls(
             server, lambda i: ("1+1", "new-%d" % i), n, 1, pause=1.0))
         print("run_python %s: %d calls ..." % (PY_SUM, n), flush=True)
-        cpu = summarize(measure_python_calls(server, lambda i: (PY_SUM, "warm"), n, warmup))
+        in_kernel = []
+        cpu = summarize(measure_python_calls(server, lambda i: (PY_SUM, "warm"), n, warmup,
+                                             inside=in_kernel))
     finally:
         server.close()
     plain = summarize(plain_python_sum(n + warmup)[warmup:])
+    in_kernel = summarize(in_kernel)
     results["run_python_warm_s"] = warm
     results["run_python_new_session_s"] = fresh
     results["run_python_sum_s"] = cpu
+    results["run_python_sum_in_kernel_s"] = in_kernel
     results["plain_python_sum_s"] = plain
-    ratio = cpu["p50"] / plain["p50"]
+    # The target compares like with like: the code timed inside the sandboxed kernel against
+    # the same code timed inside a plain python3. The round trip adds the protocol.
+    ratio = in_kernel["p50"] / plain["p50"]
     results["run_python_sum_over_plain_p50"] = ratio
+    results["run_python_sum_round_trip_over_plain_p50"] = cpu["p50"] / plain["p50"]
     row("run_python '1+1', warm session", "p50 %s  p95 %s" % (fmt_time(warm["p50"]),
                                                           fmt_time(warm["p95"])),
         "p50 < 300 µs", warm["p50"] < 300e-6)
     row("run_python '1+1', first call of a new session",
         "p50 %s  p95 %s" % (fmt_time(fresh["p50"]), fmt_time(fresh["p95"])), "p50 < 5 ms",
         fresh["p50"] < 0.005)
-    row("run_python %s round trip" % PY_SUM, "p50 %s" % fmt_time(cpu["p50"]))
+    row("run_python %s, timed in the kernel" % PY_SUM, "p50 %s" % fmt_time(in_kernel["p50"]))
     row("  reference: the same timed inside plain python3 (p50)", fmt_time(plain["p50"]))
-    row("run_python p50 / plain python3 p50", "%.2f" % ratio, "≤ 1.10", ratio <= 1.10)
+    row("run_python / plain python3 (p50)", "%.2f" % ratio, "≤ 1.10", ratio <= 1.10)
+    row("  its round trip (p50; / plain: %.2f)" % results["run_python_sum_round_trip_over_plain_p50"],
+        fmt_time(cpu["p50"]))
 
 
 # --------------------------------------------------------------------------------------------

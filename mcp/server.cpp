@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/elicitation.h"
+#include "mcp/request_scope.h"
 #include "permissions/guarded_backend.h"
 #include "tools/registry.h"
 
@@ -204,6 +205,7 @@ void Server::startToolCall(Message m, const Sink& sink) {
     ++active_;
   }
   pool_.post([this, id = m.id, p = std::move(*params), token, sink] {
+    const RequestScope scope(id);  // what this thread sends belongs to this call
     const auto start = std::chrono::steady_clock::now();
     json response;
     try {

@@ -204,6 +204,16 @@ TEST_F(ExecuteTest, NoPrivileges) {
   EXPECT_NE(out.find("Operation not permitted"), std::string::npos) << out;  // TIOCSTI
 }
 
+TEST_F(ExecuteTest, SetuidRootCopyDoesNotElevate) {
+  // A setuid-root copy of cat, left in the workspace by the host: run inside, it has no
+  // capability and no other identity than the command's.
+  const std::filesystem::path copy = tmp_.path() / "cat-setuid";
+  std::filesystem::copy_file("/usr/bin/cat", copy);
+  ASSERT_EQ(chmod(copy.c_str(), 04755), 0);
+  json s = sc({{"command", "./cat-setuid /proc/self/status | grep -E '^(Uid|CapEff):'"}});
+  EXPECT_EQ(s["stdout"], "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n") << s.dump();
+}
+
 TEST_F(ExecuteTest, SymlinkToShadowCannotBeRead) {
   std::filesystem::create_symlink("/etc/shadow", tmp_.path() / "shadow");
   json s = sc({{"command", "cat shadow"}});
