@@ -57,6 +57,50 @@ Result<permissions::Ruleset> loadRuleset(const Config& c) {
   return rs;
 }
 
+// Checks the HTTP settings and reads the token.
+static Status finishHttp(Config& c) {
+  if (c.listenPort() < 0) {
+    return invalidArgument("--listen '" + c.listen + "' is not HOST:PORT (port 0 to 65535)");
+  }
+  if (!c.token_file.empty()) {
+    std::ifstream in(c.token_file, std::ios::binary);
+    if (!in) return invalidArgument("--token-file '" + c.token_file + "' cannot be read");
+    std::getline(in, c.token);
+    while (!c.token.empty() && (c.token.back() == '\r' || c.token.back() == ' ')) {
+      c.token.pop_back();
+    }
+    if (c.token.empty()) return invalidArgument("--token-file '" + c.token_file + "' is empty");
+  } else if (const char* env = getenv("BACKYARD_TOKEN"); env != nullptr && *env != '\0') {
+    c.token = env;
+  }
+  const std::string host = c.listenHost();
+  const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
+  if (c.transport == "http" && !loopback && c.token.empty()) {
+    return invalidArgument("listening on " + host +
+                           ", beyond this machine, needs a token: --token-file FILE or "
+                           "BACKYARD_TOKEN");
+  }
+  return okStatus();
+}
+
+std::string Config::listenHost() const {
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+int Config::listenPort() const {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= listen.size()) return -1;
+  const std::string port = listen.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const int value = std::stoi(port);
+  return value <= 65535 ? value : -1;
+}
+
 Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("config.schema.json"));
   if (Status s = schemas::validate(*schema, doc, "config"); !s.ok()) {
@@ -77,6 +121,14 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
     c.limits.max_read_bytes = doc["max_read_bytes"].get<uint64_t>();
   if (doc.contains("max_results")) c.limits.max_results = doc["max_results"].get<size_t>();
   if (doc.contains("workers")) c.workers = doc["workers"].get<size_t>();
+  if (doc.contains("transport")) c.transport = doc["transport"].get<std::string>();
+  if (doc.contains("listen")) c.listen = doc["listen"].get<std::string>();
+  if (doc.contains("token_file")) c.token_file = doc["token_file"].get<std::string>();
+  if (doc.contains("allow_host")) {
+    c.allowed_hosts = doc["allow_host"].get<std::vector<std::string>>();
+  }
+  if (doc.contains("max_sessions")) c.max_sessions = doc["max_sessions"].get<size_t>();
+  if (doc.contains("session_idle_s")) c.session_idle_s = doc["session_idle_s"].get<double>();
   if (auto r = doc.find("ruleset"); r != doc.end()) {
     if (r->is_object()) {
       c.ruleset_inline = *r;
@@ -163,6 +215,19 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
       ->check(CLI::Range(int64_t{1}, int64_t{10080}));
   app.add_option("--cpu-limit", flags.sandbox_limits.cpu_seconds,
                  "CPU seconds of a sandboxed command (default 0: only the wall-clock timeout)");
+  app.add_option("--transport", flags.transport, "stdio (the default) or http")
+      ->check(CLI::IsMember({"stdio", "http"}));
+  app.add_option("--listen", flags.listen,
+                 "HTTP: HOST:PORT to listen on (default 127.0.0.1:8765; port 0 picks a free one)");
+  app.add_option("--token-file", flags.token_file,
+                 "HTTP: file holding the bearer token clients must send (or BACKYARD_TOKEN)");
+  app.add_option("--allow-host", flags.allowed_hosts,
+                 "HTTP: a further host name accepted in Host and Origin (repeatable)");
+  app.add_option("--max-sessions", flags.max_sessions, "HTTP: sessions at once (default 64)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
+  app.add_option("--session-idle", flags.session_idle_s,
+                 "HTTP: seconds after which an unused session is ended (default 1800)")
+      ->check(CLI::Range(1.0, 604800.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -211,6 +276,13 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--python")) c.python.python = flags.python.python;
   if (given("--python-sessions")) c.python.max_sessions = flags.python.max_sessions;
   if (given("--python-idle")) c.python.idle = std::chrono::minutes(idle_minutes);
+  if (given("--transport")) c.transport = flags.transport;
+  if (given("--listen")) c.listen = flags.listen;
+  if (given("--token-file")) c.token_file = flags.token_file;
+  if (given("--allow-host")) c.allowed_hosts = flags.allowed_hosts;
+  if (given("--max-sessions")) c.max_sessions = flags.max_sessions;
+  if (given("--session-idle")) c.session_idle_s = flags.session_idle_s;
+  BYD_RETURN_IF_ERROR(finishHttp(c));
 
   if (c.backend == "local") {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));

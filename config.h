@@ -32,6 +32,17 @@ struct Config {
   std::string sandbox = "bwrap";  // or "none"
   SandboxLimits sandbox_limits;
   PythonOptions python;
+  // HTTP transport.
+  std::string transport = "stdio";  // or "http"
+  std::string listen = "127.0.0.1:8765";
+  std::string token_file;                  // the bearer token (else BACKYARD_TOKEN)
+  std::string token;                       // read from token_file or the environment
+  std::vector<std::string> allowed_hosts;  // Host/Origin names accepted beside loopback ones
+  size_t max_sessions = 64;
+  double session_idle_s = 1800;
+  // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.
+  std::string listenHost() const;
+  int listenPort() const;
 };
 
 // What main() should do after parsing.

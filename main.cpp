@@ -1,4 +1,4 @@
-// backyard-mcp: parses the configuration, opens the backend and serves MCP over stdio.
+// backyard-mcp: parses the configuration, opens the backend and serves MCP over stdio or HTTP.
 
 #include <signal.h>
 #include <unistd.h>
@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -14,6 +15,7 @@
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
 #include "config.h"
+#include "mcp/http_server.h"
 #include "mcp/server.h"
 #include "mcp/transport_stdio.h"
 #include "permissions/guard.h"
@@ -107,6 +109,88 @@ std::string instructions(const OpenedBackend& b, const byd::permissions::Guard& 
          ". Use ls, glob and grep to explore, and read a file before you edit it." + b.sandbox_note;
 }
 
+byd::mcp::ServerOptions serverOptions(const byd::Config& config, const OpenedBackend& opened,
+                                      const byd::permissions::Guard& guard) {
+  byd::mcp::ServerOptions options;
+  options.version = BYD_VERSION;
+  options.instructions = instructions(opened, guard);
+  options.workers = config.workers;
+  options.ask_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.ask_timeout_s * 1000));
+  return options;
+}
+
+// Serves MCP over HTTP until SIGTERM or SIGINT. Each session opens a backend of its own (its
+// own sandbox and Python kernels); the one opened at start, which checks the configuration,
+// serves the first session.
+int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
+  // Signals are taken by one thread with sigwait: httplib's stop() is not async-signal-safe.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto first = openBackend(config);
+  if (!first.ok()) {
+    fprintf(stderr, "backyard-mcp: %s\n", first.status().message().c_str());
+    return kUsageError;
+  }
+  const std::string description = first->description;
+  auto spare = std::make_shared<OpenedBackend>(std::move(*first));
+  std::mutex spare_mu;
+  byd::mcp::SessionFactory factory = [&]() -> byd::Result<byd::mcp::SessionBackend> {
+    std::shared_ptr<OpenedBackend> opened;
+    {
+      std::lock_guard lock(spare_mu);
+      opened = std::move(spare);
+    }
+    if (!opened) {
+      BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(config));
+      opened = std::make_shared<OpenedBackend>(std::move(fresh));
+    }
+    return byd::mcp::SessionBackend{opened->backend.get(), opened};
+  };
+  byd::mcp::HttpOptions http;
+  http.host = config.listenHost();
+  http.port = config.listenPort();
+  http.allowed_hosts = config.allowed_hosts;
+  http.token = config.token;
+  http.max_body_bytes = config.max_message_bytes;
+  http.max_sessions = config.max_sessions;
+  http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
+  http.version = BYD_VERSION;
+  byd::mcp::HttpServer server(http, factory, config.limits, serverOptions(config, *spare, guard),
+                              &guard);
+  if (byd::Status s = server.bind(); !s.ok()) {
+    fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());
+    return 1;
+  }
+  const std::string host =
+      http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
+  fprintf(stderr,
+          "backyard-mcp %s: serving %s over HTTP at http://%s:%d/mcp with tools %s under the "
+          "'%s' ruleset%s.\n",
+          BYD_VERSION, description.c_str(), host.c_str(), server.port(), toolNames(guard).c_str(),
+          guard.ruleset().name().c_str(),
+          http.token.empty() ? "" : "; clients must send the bearer token");
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig != 0) g_signalled = true;
+    server.stop();
+  });
+  byd::Status run = server.run();
+  if (!g_signalled) pthread_kill(waiter.native_handle(), SIGTERM);  // run() ended on its own
+  waiter.join();
+  if (!run.ok()) {
+    spdlog::error("{}", run.message());
+    return 1;
+  }
+  spdlog::info("stopped by signal; bye");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,19 +223,16 @@ int main(int argc, char** argv) {
   }
   const byd::permissions::Guard guard(*rules, fallback);
 
+  if (config.transport == "http") return serveHttp(config, guard);
+
   auto opened = openBackend(config);
   if (!opened.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", opened.status().message().c_str());
     return kUsageError;
   }
   byd::mcp::StdioTransport transport(STDIN_FILENO, STDOUT_FILENO, config.max_message_bytes);
-  byd::mcp::ServerOptions options;
-  options.version = BYD_VERSION;
-  options.instructions = instructions(*opened, guard);
-  options.workers = config.workers;
-  options.ask_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(config.ask_timeout_s * 1000));
-  byd::mcp::Server server(transport, *opened->backend, config.limits, options, &guard);
+  byd::mcp::Server server(transport, *opened->backend, config.limits,
+                          serverOptions(config, *opened, guard), &guard);
 
   g_transport = &transport;
   struct sigaction sa = {};

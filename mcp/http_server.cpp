@@ -1,0 +1,571 @@
+#include "mcp/http_server.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "mcp/json_rpc.h"
+#include "mcp/protocol.h"
+#include "mcp/request_scope.h"
+
+namespace byd::mcp {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kSessionHeader = "Mcp-Session-Id";
+constexpr const char* kVersionHeader = "MCP-Protocol-Version";
+constexpr auto kKeepAlive = std::chrono::seconds(15);
+
+// The messages one POST (or the GET stream) carries back, in order. A POST's ends with its
+// response; it may also be abandoned (the request was cancelled, or the session ended).
+struct Exchange {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<json> queue;
+  bool done = false;
+
+  void push(json message, bool last) {
+    {
+      std::lock_guard lock(mu);
+      if (done) return;
+      queue.push_back(std::move(message));
+      done = last;
+    }
+    cv.notify_all();
+  }
+  void end() {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+  }
+};
+
+bool isResponse(const json& m) {
+  return m.is_object() && m.contains("id") && (m.contains("result") || m.contains("error")) &&
+         !m.contains("method");
+}
+
+// Routes what a session's dispatcher sends: a response to the POST that asked, a call's own
+// notifications and questions to that call's POST, everything else to the GET stream (or
+// nowhere, when none is open).
+class SessionTransport : public Transport {
+ public:
+  Status run(MessageHandler&) override { return okStatus(); }
+  void stop() override {}
+
+  void send(const json& message) override {
+    std::shared_ptr<Exchange> target;
+    bool last = false;
+    {
+      std::lock_guard lock(mu_);
+      if (isResponse(message)) {
+        auto it = exchanges_.find(message["id"].dump());
+        if (it != exchanges_.end()) {
+          target = std::move(it->second);
+          exchanges_.erase(it);
+          last = true;
+        }
+      } else if (const json* id = currentRequest()) {
+        auto it = exchanges_.find(id->dump());
+        if (it != exchanges_.end()) target = it->second;
+      }
+      if (!target && !last) target = stream_;
+    }
+    if (target) target->push(message, last);
+  }
+
+  // Where the answer to request `id` (serialized) will go.
+  std::shared_ptr<Exchange> expect(const std::string& id) {
+    auto exchange = std::make_shared<Exchange>();
+    std::lock_guard lock(mu_);
+    exchanges_[id] = exchange;
+    return exchange;
+  }
+  // The request will not be answered (it was cancelled): its POST ends empty.
+  void abandon(const std::string& id) {
+    std::shared_ptr<Exchange> exchange;
+    {
+      std::lock_guard lock(mu_);
+      auto it = exchanges_.find(id);
+      if (it == exchanges_.end()) return;
+      exchange = std::move(it->second);
+      exchanges_.erase(it);
+    }
+    exchange->end();
+  }
+  // The GET stream; null when one is already open.
+  std::shared_ptr<Exchange> openStream() {
+    std::lock_guard lock(mu_);
+    if (stream_) return nullptr;
+    stream_ = std::make_shared<Exchange>();
+    return stream_;
+  }
+  void closeStream(const std::shared_ptr<Exchange>& stream) {
+    std::lock_guard lock(mu_);
+    if (stream_ == stream) stream_.reset();
+  }
+  void endAll() {
+    std::map<std::string, std::shared_ptr<Exchange>> all;
+    std::shared_ptr<Exchange> stream;
+    {
+      std::lock_guard lock(mu_);
+      all.swap(exchanges_);
+      stream = std::move(stream_);
+    }
+    for (auto& [id, exchange] : all) exchange->end();
+    if (stream) stream->end();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Exchange>> exchanges_;
+  std::shared_ptr<Exchange> stream_;
+};
+
+struct Session {
+  std::string id;
+  SessionBackend backend;
+  SessionTransport transport;
+  std::unique_ptr<Server> server;
+  std::mutex frame_mu;  // the dispatcher takes one frame at a time
+  std::atomic<int> open_requests{0};
+  std::atomic<int64_t> last_used{0};  // Clock ticks
+
+  void touch() { last_used = Clock::now().time_since_epoch().count(); }
+  // Cancels what runs, wakes every waiting POST and stream, and stops the dispatcher.
+  void end() {
+    server->clientClosed();
+    server->cancelAll();
+    transport.endAll();
+    server->drain([] { return true; });
+  }
+};
+
+std::string randomId() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += n;
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id += hex[b >> 4];
+    id += hex[b & 15];
+  }
+  return id;
+}
+
+bool equalConstantTime(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < b.size(); ++i) diff |= (i < a.size() ? a[i] : 0) ^ b[i];
+  return diff == 0;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "host[:port]" into its parts; the host keeps IPv6 brackets.
+std::pair<std::string, std::string> splitHostPort(const std::string& hostport) {
+  const size_t colon = hostport.rfind(':');
+  const size_t bracket = hostport.rfind(']');
+  if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) {
+    return {lower(hostport), ""};
+  }
+  return {lower(hostport.substr(0, colon)), hostport.substr(colon + 1)};
+}
+
+void jsonError(httplib::Response& res, int status, int code, const std::string& message) {
+  res.status = status;
+  res.set_content(makeError(nullptr, code, message).dump(), "application/json");
+}
+
+bool accepts(const httplib::Request& req, const char* type) {
+  const std::string accept = lower(req.get_header_value("Accept"));
+  return accept.find(type) != std::string::npos || accept.find("*/*") != std::string::npos;
+}
+
+std::string sseEvent(const json& message) {
+  return "event: message\ndata: " + message.dump() + "\n\n";
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpOptions options;
+  SessionFactory factory;
+  Limits limits;
+  ServerOptions server_options;
+  const permissions::Guard* guard;
+  httplib::Server http;
+  int port = -1;
+
+  mutable std::mutex mu;
+  std::map<std::string, std::shared_ptr<Session>> sessions;
+  std::condition_variable reaper_cv;
+  bool stopping = false;
+  std::thread reaper;
+
+  Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions s, const permissions::Guard* g)
+      : options(std::move(o)),
+        factory(std::move(f)),
+        limits(l),
+        server_options(std::move(s)),
+        guard(g) {}
+
+  bool hostAllowed(const std::string& host, const std::string& port_text) const {
+    if (!port_text.empty() && port_text != std::to_string(port)) return false;
+    if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") return true;
+    for (const std::string& allowed : options.allowed_hosts) {
+      if (lower(allowed) == host) return true;
+    }
+    return false;
+  }
+
+  // Host, Origin and the token; false with the response filled in when the request fails.
+  bool admit(const httplib::Request& req, httplib::Response& res) const {
+    const auto [host, host_port] = splitHostPort(req.get_header_value("Host"));
+    if (!hostAllowed(host, host_port)) {
+      jsonError(res, 403, rpc::kInvalidRequest, "Host not allowed");
+      return false;
+    }
+    if (req.has_header("Origin")) {
+      const std::string origin = req.get_header_value("Origin");
+      const size_t scheme = origin.find("://");
+      const auto [o_host, o_port] =
+          splitHostPort(scheme == std::string::npos ? "" : origin.substr(scheme + 3));
+      if (!hostAllowed(o_host, o_port)) {
+        jsonError(res, 403, rpc::kInvalidRequest, "Origin not allowed");
+        return false;
+      }
+    }
+    if (!options.token.empty() && req.path != "/healthz") {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string prefix = "Bearer ";
+      if (auth.size() <= prefix.size() || lower(auth.substr(0, prefix.size())) != "bearer " ||
+          !equalConstantTime(auth.substr(prefix.size()), options.token)) {
+        res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp\"");
+        jsonError(res, 401, rpc::kInvalidRequest, "missing or wrong bearer token");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The session a request names; null with the response filled in when it does not.
+  std::shared_ptr<Session> sessionOf(const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_header(kSessionHeader)) {
+      jsonError(res, 400, rpc::kInvalidRequest, "missing Mcp-Session-Id header");
+      return nullptr;
+    }
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu);
+      auto it = sessions.find(req.get_header_value(kSessionHeader));
+      if (it != sessions.end()) session = it->second;
+    }
+    if (!session) {
+      jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
+      return nullptr;
+    }
+    if (req.has_header(kVersionHeader)) {
+      const std::string version = req.get_header_value(kVersionHeader);
+      if (std::find(kProtocolVersions.begin(), kProtocolVersions.end(), version) ==
+          kProtocolVersions.end()) {
+        jsonError(res, 400, rpc::kInvalidRequest, "unsupported MCP-Protocol-Version " + version);
+        return nullptr;
+      }
+    }
+    session->touch();
+    return session;
+  }
+
+  Result<std::shared_ptr<Session>> newSession() {
+    {
+      std::lock_guard lock(mu);
+      if (sessions.size() >= options.max_sessions) {
+        return resourceExhausted("too many sessions");
+      }
+    }
+    BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
+    auto session = std::make_shared<Session>();
+    session->id = randomId();
+    session->backend = std::move(backend);
+    session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
+                                               limits, server_options, guard);
+    session->touch();
+    std::lock_guard lock(mu);
+    sessions[session->id] = session;
+    return session;
+  }
+
+  void endSession(const std::string& id) {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu);
+      auto it = sessions.find(id);
+      if (it == sessions.end()) return;
+      session = std::move(it->second);
+      sessions.erase(it);
+    }
+    session->end();
+    spdlog::info("http: session {}… ended", id.substr(0, 8));
+  }
+
+  // Hands one message to the session's dispatcher and answers the POST.
+  void post(const std::shared_ptr<Session>& session, const json& message, const std::string& body,
+            httplib::Response& res) {
+    const bool request = message.contains("method") && message.contains("id");
+    std::shared_ptr<Exchange> exchange;
+    if (request) exchange = session->transport.expect(message["id"].dump());
+    if (message.value("method", "") == "notifications/cancelled" && message.contains("params") &&
+        message["params"].is_object() && message["params"].contains("requestId")) {
+      session->transport.abandon(message["params"]["requestId"].dump());
+    }
+    {
+      std::lock_guard lock(session->frame_mu);
+      session->server->onFrame(body);
+    }
+    if (!request) {
+      res.status = 202;
+      return;
+    }
+    respond(session, exchange, res);
+  }
+
+  // JSON when the answer is the first and only message; otherwise an SSE stream.
+  void respond(const std::shared_ptr<Session>& session, const std::shared_ptr<Exchange>& exchange,
+               httplib::Response& res) {
+    std::unique_lock lock(exchange->mu);
+    exchange->cv.wait(lock, [&] { return !exchange->queue.empty() || exchange->done; });
+    if (exchange->queue.empty()) {  // cancelled: no answer comes
+      res.status = 204;
+      return;
+    }
+    if (exchange->done && exchange->queue.size() == 1) {
+      res.set_content(exchange->queue.front().dump(), "application/json");
+      return;
+    }
+    lock.unlock();
+    streamEvents(session, exchange, res, /*end_with_exchange=*/true);
+  }
+
+  void streamEvents(const std::shared_ptr<Session>& session,
+                    const std::shared_ptr<Exchange>& exchange, httplib::Response& res,
+                    bool end_with_exchange) {
+    ++session->open_requests;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [exchange, end_with_exchange](size_t, httplib::DataSink& sink) {
+          std::unique_lock lock(exchange->mu);
+          exchange->cv.wait_for(lock, kKeepAlive,
+                                [&] { return !exchange->queue.empty() || exchange->done; });
+          std::string out;
+          while (!exchange->queue.empty()) {
+            out += sseEvent(exchange->queue.front());
+            exchange->queue.pop_front();
+          }
+          const bool finished = exchange->done;
+          lock.unlock();
+          if (out.empty() && !finished) out = ": keep-alive\n\n";
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          if (finished && end_with_exchange) sink.done();
+          if (finished && !end_with_exchange) return false;  // the session ended
+          return true;
+        },
+        [session, exchange, end_with_exchange](bool) {
+          if (!end_with_exchange) session->transport.closeStream(exchange);
+          --session->open_requests;
+          session->touch();
+        });
+  }
+
+  void onPost(const httplib::Request& req, httplib::Response& res) {
+    const std::string type = lower(req.get_header_value("Content-Type"));
+    if (type.rfind("application/json", 0) != 0) {
+      jsonError(res, 415, rpc::kInvalidRequest, "Content-Type must be application/json");
+      return;
+    }
+    if (!accepts(req, "application/json") || !accepts(req, "text/event-stream")) {
+      jsonError(res, 406, rpc::kInvalidRequest,
+                "Accept must offer both application/json and text/event-stream");
+      return;
+    }
+    json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (message.is_discarded()) {
+      jsonError(res, 400, rpc::kParseError, "parse error: the body is not JSON");
+      return;
+    }
+    if (!message.is_object() || message.value("jsonrpc", "") != "2.0" ||
+        !(message.contains("method") || isResponse(message))) {
+      jsonError(res, 400, rpc::kInvalidRequest, "the body must be one JSON-RPC 2.0 message");
+      return;
+    }
+    std::shared_ptr<Session> session;
+    if (message.value("method", "") == "initialize") {
+      auto made = newSession();
+      if (!made.ok()) {
+        if (made.status().code() == Code::kResourceExhausted) {
+          res.set_header("Retry-After", "30");
+          jsonError(res, 429, rpc::kInvalidRequest, made.status().message());
+        } else {
+          spdlog::error("http: cannot start a session: {}", made.status().message());
+          jsonError(res, 500, rpc::kInternalError, "cannot start a session");
+        }
+        return;
+      }
+      session = std::move(*made);
+      res.set_header(kSessionHeader, session->id);
+      spdlog::info("http: session {}… started", session->id.substr(0, 8));
+    } else {
+      session = sessionOf(req, res);
+      if (!session) return;
+    }
+    post(session, message, req.body, res);
+  }
+
+  void onGet(const httplib::Request& req, httplib::Response& res) {
+    if (!accepts(req, "text/event-stream")) {
+      jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
+      return;
+    }
+    auto session = sessionOf(req, res);
+    if (!session) return;
+    auto stream = session->transport.openStream();
+    if (!stream) {
+      jsonError(res, 409, rpc::kInvalidRequest, "this session already has a GET stream");
+      return;
+    }
+    streamEvents(session, stream, res, /*end_with_exchange=*/false);
+  }
+
+  void onDelete(const httplib::Request& req, httplib::Response& res) {
+    auto session = sessionOf(req, res);
+    if (!session) return;
+    endSession(session->id);
+    res.status = 200;
+  }
+
+  void reap() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      reaper_cv.wait_for(
+          lock, std::min<std::chrono::seconds>(options.session_idle / 4, std::chrono::seconds(10)) +
+                    std::chrono::milliseconds(100));
+      const int64_t now = Clock::now().time_since_epoch().count();
+      const int64_t idle =
+          std::chrono::duration_cast<Clock::duration>(options.session_idle).count();
+      std::vector<std::string> expired;
+      for (const auto& [id, s] : sessions) {
+        if (s->open_requests == 0 && now - s->last_used > idle) expired.push_back(id);
+      }
+      lock.unlock();
+      for (const std::string& id : expired) endSession(id);
+      lock.lock();
+    }
+  }
+
+  void routes() {
+    http.set_payload_max_length(options.max_body_bytes);
+    http.set_read_timeout(options.read_timeout);
+    http.set_keep_alive_timeout(5);
+    const size_t threads = options.threads;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+          jsonError(res, 500, rpc::kInternalError, "internal error");
+        });
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return admit(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                             : httplib::Server::HandlerResponse::Handled;
+    });
+    http.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json{{"status", "ok"}, {"version", options.version}}.dump(),
+                      "application/json");
+    });
+    http.Post("/mcp", [this](const httplib::Request& q, httplib::Response& r) { onPost(q, r); });
+    http.Get("/mcp", [this](const httplib::Request& q, httplib::Response& r) { onGet(q, r); });
+    http.Delete("/mcp",
+                [this](const httplib::Request& q, httplib::Response& r) { onDelete(q, r); });
+    auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Allow", "GET, POST, DELETE");
+      jsonError(res, 405, rpc::kInvalidRequest, "method not allowed");
+    };
+    http.Put("/mcp", not_allowed);
+    http.Patch("/mcp", not_allowed);
+    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+      if (res.body.empty()) jsonError(res, res.status, rpc::kInvalidRequest, "not found");
+    });
+  }
+};
+
+HttpServer::HttpServer(HttpOptions options, SessionFactory factory, Limits limits,
+                       ServerOptions server, const permissions::Guard* guard)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(factory), limits,
+                                   std::move(server), guard)) {
+  impl_->routes();
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (impl_->reaper.joinable()) impl_->reaper.join();
+}
+
+Status HttpServer::bind() {
+  const HttpOptions& o = impl_->options;
+  impl_->port = o.port == 0 ? impl_->http.bind_to_any_port(o.host)
+                            : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (impl_->port < 0) {
+    return failedPrecondition("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  }
+  return okStatus();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+Status HttpServer::run() {
+  impl_->reaper = std::thread([this] { impl_->reap(); });
+  const bool ok = impl_->http.listen_after_bind();
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+    for (const auto& [id, s] : impl_->sessions) ids.push_back(id);
+  }
+  impl_->reaper_cv.notify_all();
+  for (const std::string& id : ids) impl_->endSession(id);
+  return ok ? okStatus() : internalError("the HTTP server stopped with an error");
+}
+
+void HttpServer::stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->reaper_cv.notify_all();
+  impl_->http.stop();
+}
+
+size_t HttpServer::sessionCount() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->sessions.size();
+}
+
+}  // namespace byd::mcp

@@ -1,0 +1,70 @@
+#pragma once
+// MCP over HTTP beside stdio: Streamable HTTP (revisions 2025-03-26 to 2025-11-25) at /mcp, and
+// GET /healthz. Each MCP session has a dispatcher (mcp::Server) and a backend of its own, made
+// when a client initializes and ended by DELETE, by the idle reaper or at shutdown, which stops
+// its commands and Python kernels. A request is answered with JSON, or with an SSE stream when
+// the call sends progress, log or elicitation messages before its result.
+//
+// Safety: Host and Origin must name an allowed host (loopback names by default) with the
+// listening port, or the answer is 403 (DNS-rebinding protection); with a token, requests
+// without "Authorization: Bearer <token>" get 401; bodies (413), sessions (429) and idle time
+// are capped, and slow clients time out instead of holding a thread. No exception text ever
+// reaches a response.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "common/result.h"
+#include "mcp/server.h"
+#include "permissions/guard.h"
+#include "tools/tool.h"
+
+namespace byd::mcp {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8765;                         // 0: any free port (see HttpServer::port())
+  std::vector<std::string> allowed_hosts;  // accepted in Host and Origin beside loopback names
+  std::string token;                       // when set, every /mcp request must carry it
+  size_t max_body_bytes = 16 << 20;
+  size_t max_sessions = 64;
+  std::chrono::seconds session_idle{1800};
+  std::chrono::seconds read_timeout{30};  // for a client to send its request
+  size_t threads = 64;                    // HTTP connections served at once
+  std::string version;                    // reported by /healthz
+};
+
+// The backend of one session, and whatever keeps it alive.
+struct SessionBackend {
+  Backend* backend = nullptr;
+  std::shared_ptr<void> owner;
+};
+using SessionFactory = std::function<Result<SessionBackend>()>;
+
+class HttpServer {
+ public:
+  HttpServer(HttpOptions options, SessionFactory factory, Limits limits, ServerOptions server,
+             const permissions::Guard* guard);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; port() is known afterwards.
+  Status bind();
+  int port() const;
+  // Serves until stop(); then ends every session.
+  Status run();
+  // Makes run() return. Thread-safe (not async-signal-safe).
+  void stop();
+  size_t sessionCount() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace byd::mcp
