@@ -373,7 +373,7 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [exchange, end_with_exchange](size_t, httplib::DataSink& sink) {
+        [exchange](size_t, httplib::DataSink& sink) {
           std::unique_lock lock(exchange->mu);
           exchange->cv.wait_for(lock, kKeepAlive,
                                 [&] { return !exchange->queue.empty() || exchange->done; });
@@ -386,8 +386,7 @@ struct HttpServer::Impl {
           lock.unlock();
           if (out.empty() && !finished) out = ": keep-alive\n\n";
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (finished && end_with_exchange) sink.done();
-          if (finished && !end_with_exchange) return false;  // the session ended
+          if (finished) sink.done();  // the answer went out, or the session ended
           return true;
         },
         [session, exchange, end_with_exchange](bool) {

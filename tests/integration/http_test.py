@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""The HTTP transport against the real binary: every status code it promises, session life,
+SSE answers with progress, and cancellation of a running command.
+
+usage: http_test.py BINARY [unittest args]"""
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+BINARY = None
+ACCEPT = "application/json, text/event-stream"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "http-test", "version": "1"}}}
+
+
+class Server:
+    """backyard-mcp --transport http on a free loopback port."""
+
+    def __init__(self, root, *args, env=None):
+        self.proc = subprocess.Popen(
+            [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--root", root,
+             "--ruleset", "permissive", "--log-level", "warn", *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env)
+        line = self.proc.stderr.readline().decode()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        if not match:
+            self.proc.kill()
+            raise RuntimeError("no address in: " + line)
+        self.port = int(match.group(1))
+
+    def request(self, method, path="/mcp", body=None, headers=None, timeout=30):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = {"Host": f"127.0.0.1:{self.port}"}
+        if body is not None:
+            h.update({"Content-Type": "application/json", "Accept": ACCEPT})
+        h.update(headers or {})
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        conn.request(method, path, body=data, headers=h)
+        resp = conn.getresponse()
+        payload = resp.read()
+        conn.close()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, payload
+
+    def initialize(self, headers=None):
+        status, h, body = self.request("POST", body=INIT, headers=headers)
+        assert status == 200, (status, body)
+        sid = h["mcp-session-id"]
+        self.request("POST", body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     headers={"Mcp-Session-Id": sid, **(headers or {})})
+        return sid
+
+    def call(self, sid, rid, name, arguments, meta=None, headers=None):
+        params = {"name": name, "arguments": arguments}
+        if meta:
+            params["_meta"] = meta
+        return self.request("POST", body={"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                          "params": params},
+                            headers={"Mcp-Session-Id": sid,
+                                     "MCP-Protocol-Version": "2025-06-18", **(headers or {})})
+
+    def stop(self):
+        self.proc.terminate()
+        code = self.proc.wait(30)
+        self.proc.stderr.close()
+        return code
+
+
+def sse_messages(payload):
+    return [json.loads(line[len("data: "):]) for line in payload.decode().splitlines()
+            if line.startswith("data: ")]
+
+
+class HttpTransport(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-http-")
+        with open(os.path.join(cls.tmp.name, "hello.txt"), "w") as f:
+            f.write("hello over http\n")
+        cls.server = Server(cls.tmp.name, "--max-message-bytes", "65536")
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+    def test_health_answers_without_a_session(self):
+        status, h, body = self.server.request("GET", "/healthz")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["status"], "ok")
+
+    def test_session_life(self):
+        sid = self.server.initialize()
+        self.assertRegex(sid, r"^[0-9a-f]{32}$")
+        status, h, body = self.server.call(sid, 2, "read_file", {"path": "hello.txt"})
+        self.assertEqual(status, 200)
+        self.assertEqual(h["content-type"], "application/json")
+        self.assertIn("hello over http", json.loads(body)["result"]["content"][0]["text"])
+        status, _, _ = self.server.request("DELETE", headers={"Mcp-Session-Id": sid})
+        self.assertEqual(status, 200)
+        status, _, _ = self.server.call(sid, 3, "ls", {})
+        self.assertEqual(status, 404)
+
+    def test_sessions_are_distinct(self):
+        a, b = self.server.initialize(), self.server.initialize()
+        self.assertNotEqual(a, b)
+        for sid in (a, b):
+            status, _, body = self.server.call(sid, 7, "run_python",
+                                               {"code": "x = %r\nx" % sid, "session": "s"})
+            self.assertEqual(json.loads(body)["result"]["structuredContent"]["result"], repr(sid))
+        # Each session's kernel keeps its own globals.
+        _, _, body = self.server.call(a, 8, "run_python", {"code": "x", "session": "s"})
+        self.assertEqual(json.loads(body)["result"]["structuredContent"]["result"], repr(a))
+
+    def test_notifications_get_202(self):
+        sid = self.server.initialize()
+        status, _, body = self.server.request(
+            "POST", body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={"Mcp-Session-Id": sid})
+        self.assertEqual((status, body), (202, b""))
+
+    def test_progress_comes_as_sse_before_the_result(self):
+        sid = self.server.initialize()
+        status, h, body = self.server.call(
+            sid, 4, "execute", {"command": "echo one; sleep 1.3; echo two; sleep 1.3"},
+            meta={"progressToken": "tok"})
+        self.assertEqual(status, 200)
+        self.assertTrue(h["content-type"].startswith("text/event-stream"), h)
+        messages = sse_messages(body)
+        self.assertGreaterEqual(len(messages), 2, messages)
+        self.assertEqual(messages[-1]["id"], 4)
+        self.assertEqual(messages[-1]["result"]["structuredContent"]["stdout"], "one\ntwo\n")
+        progress = [m for m in messages[:-1] if m.get("method") == "notifications/progress"]
+        self.assertTrue(progress, messages)
+        self.assertEqual(progress[0]["params"]["progressToken"], "tok")
+
+    def test_cancelling_a_running_command(self):
+        sid = self.server.initialize()
+        result = {}
+
+        def run():
+            result["answer"] = self.server.call(sid, 5, "execute",
+                                                {"command": "sleep 3131", "timeout_s": 60})
+
+        started = time.monotonic()
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.5)
+        status, _, _ = self.server.request(
+            "POST", body={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": 5, "reason": "test"}},
+            headers={"Mcp-Session-Id": sid})
+        self.assertEqual(status, 202)
+        t.join(10)
+        self.assertFalse(t.is_alive(), "the cancelled call's POST did not end")
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual(result["answer"][0], 204)
+        time.sleep(0.5)
+        left = subprocess.run(["pgrep", "-f", "slee[p] 3131"], capture_output=True, text=True)
+        self.assertEqual(left.stdout, "")
+
+    def test_get_stream_opens_once(self):
+        sid = self.server.initialize()
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        conn.request("GET", "/mcp", headers={"Host": f"127.0.0.1:{self.server.port}",
+                                             "Accept": "text/event-stream",
+                                             "Mcp-Session-Id": sid})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/event-stream"))
+        status, _, _ = self.server.request("GET", headers={"Accept": "text/event-stream",
+                                                           "Mcp-Session-Id": sid})
+        self.assertEqual(status, 409)
+        # Ending the session ends its stream.
+        self.server.request("DELETE", headers={"Mcp-Session-Id": sid})
+        self.assertEqual(resp.read(), b"")
+        conn.close()
+
+    def test_bad_requests(self):
+        sid = self.server.initialize()
+        s = self.server
+        cases = [
+            ("missing session", s.request("POST", body={"jsonrpc": "2.0", "id": 9,
+                                                        "method": "ping"}), 400),
+            ("unknown session", s.request("POST", body={"jsonrpc": "2.0", "id": 9,
+                                                        "method": "ping"},
+                                          headers={"Mcp-Session-Id": "0" * 32}), 404),
+            ("unsupported version", s.request("POST", body={"jsonrpc": "2.0", "id": 9,
+                                                            "method": "ping"},
+                                              headers={"Mcp-Session-Id": sid,
+                                                       "MCP-Protocol-Version": "1999-01-01"}),
+             400),
+            ("not JSON", s.request("POST", body=b"{nope", headers={"Mcp-Session-Id": sid}), 400),
+            ("not JSON-RPC", s.request("POST", body={"hello": 1},
+                                       headers={"Mcp-Session-Id": sid}), 400),
+            ("wrong content type", s.request("POST", body=b"{}",
+                                             headers={"Content-Type": "text/plain"}), 415),
+            ("wrong Accept", s.request("POST", body=INIT, headers={"Accept": "application/json"}),
+             406),
+            ("PUT", s.request("PUT", body=b"{}"), 405),
+            ("too large", s.request("POST", body=b"[" + b" " * 70000 + b"]",
+                                    headers={"Mcp-Session-Id": sid}), 413),
+            ("foreign Host", s.request("POST", body=INIT, headers={"Host": "evil.example"}), 403),
+            ("Host with another port", s.request("POST", body=INIT,
+                                                 headers={"Host": "127.0.0.1:1"}), 403),
+            ("foreign Origin", s.request("POST", body=INIT,
+                                         headers={"Origin": "http://evil.example"}), 403),
+        ]
+        for name, (status, _, body), want in cases:
+            self.assertEqual(status, want, f"{name}: {body[:200]!r}")
+        status, _, body = s.request("POST", body=INIT,
+                                    headers={"Origin": f"http://localhost:{s.port}"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(s.request("GET", "/healthz")[0], 200)  # still serving
+
+
+class HttpLimits(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="byd-http-")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_token_is_required(self):
+        token_file = os.path.join(self.tmp.name, "token")
+        with open(token_file, "w") as f:
+            f.write("s3cret-token\n")
+        server = Server(self.tmp.name, "--token-file", token_file)
+        try:
+            status, h, _ = server.request("POST", body=INIT)
+            self.assertEqual(status, 401)
+            self.assertIn("Bearer", h["www-authenticate"])
+            status, _, _ = server.request("POST", body=INIT,
+                                          headers={"Authorization": "Bearer wrong-token!"})
+            self.assertEqual(status, 401)
+            status, _, _ = server.request("POST", body=INIT,
+                                          headers={"Authorization": "Bearer s3cret-token"})
+            self.assertEqual(status, 200)
+            self.assertEqual(server.request("GET", "/healthz")[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_session_cap_and_idle_reaping(self):
+        server = Server(self.tmp.name, "--max-sessions", "2", "--session-idle", "1")
+        try:
+            a = server.initialize()
+            server.initialize()
+            status, h, _ = server.request("POST", body=INIT)
+            self.assertEqual(status, 429)
+            self.assertIn("retry-after", h)
+            time.sleep(2.5)  # both sessions go idle and are reaped
+            status, _, _ = server.call(a, 2, "ls", {})
+            self.assertEqual(status, 404)
+            self.assertEqual(server.request("POST", body=INIT)[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_beyond_loopback_needs_a_token(self):
+        proc = subprocess.run([BINARY, "--transport", "http", "--listen", "0.0.0.0:0", "--root",
+                               self.tmp.name], capture_output=True, text=True, timeout=30,
+                              env={k: v for k, v in os.environ.items() if k != "BACKYARD_TOKEN"})
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("needs a token", proc.stderr)
+
+
+if __name__ == "__main__":
+    BINARY = sys.argv.pop(1)
+    unittest.main()
