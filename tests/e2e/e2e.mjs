@@ -17,6 +17,8 @@ import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn } from 'node:child_process';
 import {
   ErrorCode,
   LATEST_PROTOCOL_VERSION,
@@ -26,7 +28,7 @@ import {
 
 import { permissionSuites } from './permissions.mjs';
 
-const DEADLINE_MS = 25_000;
+const DEADLINE_MS = 40_000;
 const TOOL_NAMES = ['ls', 'read_file', 'write_file', 'edit_file', 'glob', 'grep'];
 const READ_ONLY = new Set(['ls', 'read_file', 'glob', 'grep']);
 // A 1x1 PNG.
@@ -117,48 +119,79 @@ function assertToolError(result, ...needles) {
 }
 
 // Records the protocol version the Client settles on (the Client hands it to transports that
-// take it, which StdioClientTransport does not), and every message sent and received.
-class RecordingTransport extends StdioClientTransport {
-  sent = [];
-  received = [];
-  #onmessage;
+// take it), and every message sent and received; over stdio or Streamable HTTP.
+function recording(Base) {
+  return class extends Base {
+    sent = [];
+    received = [];
+    negotiated = undefined;
+    #onmessage;
 
-  setProtocolVersion(version) {
-    this.protocolVersion = version;
-  }
+    setProtocolVersion(version) {
+      this.negotiated = version;
+      if (super.setProtocolVersion) super.setProtocolVersion(version);
+    }
 
-  send(message, options) {
-    this.sent.push(message);
-    return super.send(message, options);
-  }
+    send(message, options) {
+      this.sent.push(message);
+      return super.send(message, options);
+    }
 
-  // The Client installs its handler with `transport.onmessage = ...`; this records on the way.
-  set onmessage(handler) {
-    this.#onmessage = handler;
-  }
+    // The Client installs its handler with `transport.onmessage = ...`; this records on the way.
+    set onmessage(handler) {
+      this.#onmessage = handler;
+    }
 
-  get onmessage() {
-    return this.#onmessage && ((message, extra) => {
-      this.received.push(message);
-      this.#onmessage(message, extra);
+    get onmessage() {
+      return this.#onmessage && ((message, extra) => {
+        this.received.push(message);
+        this.#onmessage(message, extra);
+      });
+    }
+  };
+}
+const RecordingTransport = recording(StdioClientTransport);
+const RecordingHttpTransport = recording(StreamableHTTPClientTransport);
+
+// Starts the server with --transport http on a free loopback port; resolves to the transport
+// for it, which knows the server's process.
+function startHttpServer(binary, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, [...args, '--transport', 'http', '--listen', '127.0.0.1:0'],
+      { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`no address from the server: ${seen}`)), 10_000);
+    child.stderr.on('data', (chunk) => {
+      serverStderr += chunk.toString();
+      seen += chunk.toString();
+      const match = /http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(seen);
+      if (match && timer) {
+        clearTimeout(timer);
+        const transport = new RecordingHttpTransport(new URL(`http://127.0.0.1:${match[1]}/mcp`));
+        transport.child = child;
+        transport.pid = child.pid;
+        resolve(transport);
+      }
     });
-  }
+    child.on('error', reject);
+  });
 }
 
 // Starts the server with `args` plus `--ruleset ruleset` (and `extraArgs`) and connects a
 // Client declaring `capabilities`; `setUp(client)` runs before connecting (request handlers).
 async function startServer(binary, args, cwd,
-  { ruleset = 'permissive', extraArgs = [], capabilities = {}, setUp } = {}) {
-  const transport = new RecordingTransport({
-    command: binary,
-    args: [...args, '--log-level', 'warn', '--ruleset', ruleset, ...extraArgs],
-    cwd,
-    stderr: 'pipe',
-  });
+  { ruleset = 'permissive', extraArgs = [], capabilities = {}, setUp, http = false } = {}) {
+  const allArgs = [...args, '--log-level', 'warn', '--ruleset', ruleset, ...extraArgs];
   serverStderr = '';
-  transport.stderr.on('data', (chunk) => {
-    serverStderr += chunk.toString();
-  });
+  let transport;
+  if (http) {
+    transport = await startHttpServer(binary, allArgs, cwd);
+  } else {
+    transport = new RecordingTransport({ command: binary, args: allArgs, cwd, stderr: 'pipe' });
+    transport.stderr.on('data', (chunk) => {
+      serverStderr += chunk.toString();
+    });
+  }
   const client = new Client({ name: 'backyard-e2e', version: '1.0.0' }, { capabilities });
   const logs = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
@@ -171,7 +204,20 @@ async function startServer(binary, args, cwd,
 }
 
 // Closes stdin and checks that the server exits by itself (the SDK sends SIGTERM after 2 s).
+// Over HTTP: ends the session with DELETE, then SIGTERM must stop the server with status 0.
 async function stopServer({ client, transport }) {
+  if (transport.child) {
+    const child = transport.child;
+    await transport.terminateSession();
+    assert.equal(transport.sessionId, undefined, 'the session was not ended');
+    await client.close();
+    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('hung'), 5000))]);
+    transports.delete(transport);
+    assert.equal(code, 0, `the HTTP server's exit after SIGTERM: ${code}`);
+    return;
+  }
   const pid = transport.pid;
   const t0 = Date.now();
   await client.close();
@@ -199,12 +245,12 @@ async function waitFor(predicate, ms = 2000) {
 // ---------------------------------------------------------------------------------------------
 // The checks, run once per backend.
 
-async function suite(binary, label, args, { cwd, pngPath }) {
+async function suite(binary, label, args, { cwd, pngPath, http = false }) {
   currentLabel = label;
   const failedBefore = failed;
   let server;
   await check('connect and initialize', async () => {
-    server = await startServer(binary, args, cwd);
+    server = await startServer(binary, args, cwd, { http });
   });
   if (!server) return;
   const { client, transport, logs } = server;
@@ -214,7 +260,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     const info = client.getServerVersion();
     assert.equal(info.name, 'backyard-mcp');
     assert.match(info.version, /^\d+\.\d+\.\d+/);
-    assert.equal(transport.protocolVersion, LATEST_PROTOCOL_VERSION);
+    assert.equal(transport.negotiated, LATEST_PROTOCOL_VERSION);
     assert.equal(LATEST_PROTOCOL_VERSION, '2025-11-25');
     const caps = client.getServerCapabilities();
     assert.ok(caps.tools, 'tools capability missing');
@@ -229,7 +275,8 @@ async function suite(binary, label, args, { cwd, pngPath }) {
   });
 
   // execute exists only where commands can run: the Local backend.
-  const expectedTools = label === 'local' ? [...TOOL_NAMES, 'execute', 'run_python'] : TOOL_NAMES;
+  const local = label.startsWith('local');
+  const expectedTools = local ? [...TOOL_NAMES, 'execute', 'run_python'] : TOOL_NAMES;
   await check(`tools/list: all ${expectedTools.length} tools with schemas, title and annotations`, async () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
@@ -259,7 +306,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     assert.deepEqual(byName.edit_file.inputSchema.required, ['path', 'old_string', 'new_string']);
   });
 
-  if (label === 'local') {
+  if (local) {
     await check('execute runs a command in the sandbox, with progress', async () => {
       const seen = [];
       const r = await client.callTool(
@@ -275,7 +322,7 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     });
   }
 
-  if (label === 'local') {
+  if (local) {
     await check('run_python keeps state between calls and reports exceptions', async () => {
       const first = await call('run_python', { code: 'total = 40\nprint("set")' });
       assertOk(first);
@@ -547,7 +594,8 @@ async function suite(binary, label, args, { cwd, pngPath }) {
     await assert.rejects(client.setLoggingLevel('loud'), McpError);
   });
 
-  await check('server exits on stdin EOF', async () => {
+  await check(http ? 'session ends with DELETE and the server exits on SIGTERM'
+    : 'server exits on stdin EOF', async () => {
     await stopServer(server);
   });
   if (failed > failedBefore && serverStderr.trim()) {
@@ -581,6 +629,17 @@ async function main() {
   await check('files written through the server are on disk', async () => {
     assert.equal(fs.readFileSync(path.join(root, 'src', 'hello.txt'), 'utf8'), 'alpha\nBETA\ngamma\n');
     assert.equal(fs.readFileSync(path.join(root, 'notes.md'), 'utf8'), '# Notes\nTODO: more\n');
+  });
+
+  // The same checks with the Local backend over Streamable HTTP.
+  const httpRoot = mkTemp('backyard-e2e-http-');
+  fs.mkdirSync(path.join(httpRoot, 'img'));
+  fs.writeFileSync(path.join(httpRoot, 'img', 'pixel.png'), PNG);
+  await suite(binary, 'local-http', ['--backend', 'local', '--root', httpRoot],
+    { cwd: httpRoot, pngPath: 'img/pixel.png', http: true });
+  currentLabel = 'local-http';
+  await check('files written over HTTP are on disk', async () => {
+    assert.equal(fs.readFileSync(path.join(httpRoot, 'src', 'hello.txt'), 'utf8'), 'alpha\nBETA\ngamma\n');
   });
 
   // State backend, seeded from a snapshot that holds the same PNG; saved back at exit.
