@@ -129,6 +129,9 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   }
   if (doc.contains("max_sessions")) c.max_sessions = doc["max_sessions"].get<size_t>();
   if (doc.contains("session_idle_s")) c.session_idle_s = doc["session_idle_s"].get<double>();
+  if (doc.contains("shutdown_grace_s")) {
+    c.shutdown_grace_s = doc["shutdown_grace_s"].get<double>();
+  }
   if (auto r = doc.find("ruleset"); r != doc.end()) {
     if (r->is_object()) {
       c.ruleset_inline = *r;
@@ -228,6 +231,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   app.add_option("--session-idle", flags.session_idle_s,
                  "HTTP: seconds after which an unused session is ended (default 1800)")
       ->check(CLI::Range(1.0, 604800.0));
+  app.add_option("--shutdown-grace", flags.shutdown_grace_s,
+                 "HTTP: seconds calls in flight get to finish after SIGTERM (default 10)")
+      ->check(CLI::Range(0.0, 3600.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -282,6 +288,7 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--allow-host")) c.allowed_hosts = flags.allowed_hosts;
   if (given("--max-sessions")) c.max_sessions = flags.max_sessions;
   if (given("--session-idle")) c.session_idle_s = flags.session_idle_s;
+  if (given("--shutdown-grace")) c.shutdown_grace_s = flags.shutdown_grace_s;
   BYD_RETURN_IF_ERROR(finishHttp(c));
 
   if (c.backend == "local") {

@@ -40,6 +40,7 @@ struct Config {
   std::vector<std::string> allowed_hosts;  // Host/Origin names accepted beside loopback ones
   size_t max_sessions = 64;
   double session_idle_s = 1800;
+  double shutdown_grace_s = 10;
   // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.
   std::string listenHost() const;
   int listenPort() const;

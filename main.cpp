@@ -159,6 +159,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.max_body_bytes = config.max_message_bytes;
   http.max_sessions = config.max_sessions;
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
+  http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
   http.version = BYD_VERSION;
   byd::mcp::HttpServer server(http, factory, config.limits, serverOptions(config, *spare, guard),
                               &guard);

@@ -71,7 +71,9 @@ class SessionTransport : public Transport {
     bool last = false;
     {
       std::lock_guard lock(mu_);
-      if (isResponse(message)) {
+      if (legacy_) {
+        target = stream_;  // HTTP+SSE: everything travels on the one stream
+      } else if (isResponse(message)) {
         auto it = exchanges_.find(message["id"].dump());
         if (it != exchanges_.end()) {
           target = std::move(it->second);
@@ -117,6 +119,11 @@ class SessionTransport : public Transport {
     std::lock_guard lock(mu_);
     if (stream_ == stream) stream_.reset();
   }
+  // The 2024-11-05 HTTP+SSE transport: answers go on the GET stream, not to the POSTs.
+  void setLegacy() {
+    std::lock_guard lock(mu_);
+    legacy_ = true;
+  }
   void endAll() {
     std::map<std::string, std::shared_ptr<Exchange>> all;
     std::shared_ptr<Exchange> stream;
@@ -133,6 +140,7 @@ class SessionTransport : public Transport {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Exchange>> exchanges_;
   std::shared_ptr<Exchange> stream_;
+  bool legacy_ = false;
 };
 
 struct Session {
@@ -366,14 +374,22 @@ struct HttpServer::Impl {
     streamEvents(session, exchange, res, /*end_with_exchange=*/true);
   }
 
+  // `preamble` goes out first (the legacy transport's endpoint event). A legacy session lives
+  // as long as its stream.
   void streamEvents(const std::shared_ptr<Session>& session,
                     const std::shared_ptr<Exchange>& exchange, httplib::Response& res,
-                    bool end_with_exchange) {
+                    bool end_with_exchange, std::string preamble = "", bool legacy = false) {
     ++session->open_requests;
     res.set_header("Cache-Control", "no-cache");
+    auto first = std::make_shared<std::string>(std::move(preamble));
     res.set_chunked_content_provider(
         "text/event-stream",
-        [exchange](size_t, httplib::DataSink& sink) {
+        [exchange, first](size_t, httplib::DataSink& sink) {
+          if (!first->empty()) {
+            const bool ok = sink.write(first->data(), first->size());
+            first->clear();
+            if (!ok) return false;
+          }
           std::unique_lock lock(exchange->mu);
           exchange->cv.wait_for(lock, kKeepAlive,
                                 [&] { return !exchange->queue.empty() || exchange->done; });
@@ -389,14 +405,81 @@ struct HttpServer::Impl {
           if (finished) sink.done();  // the answer went out, or the session ended
           return true;
         },
-        [session, exchange, end_with_exchange](bool) {
+        [this, session, exchange, end_with_exchange, legacy](bool) {
           if (!end_with_exchange) session->transport.closeStream(exchange);
           --session->open_requests;
           session->touch();
+          if (legacy) endSession(session->id);
         });
   }
 
+  // 2024-11-05: GET /sse starts a session and its stream, whose first event names the URL
+  // the client posts to.
+  void onLegacyStream(const httplib::Request& req, httplib::Response& res) {
+    if (refuseWhileStopping(res)) return;
+    if (!accepts(req, "text/event-stream")) {
+      jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
+      return;
+    }
+    auto made = newSession();
+    if (!made.ok()) {
+      failedSession(made.status(), res);
+      return;
+    }
+    std::shared_ptr<Session> session = std::move(*made);
+    session->transport.setLegacy();
+    auto stream = session->transport.openStream();
+    spdlog::info("http: session {}… started (HTTP+SSE)", session->id.substr(0, 8));
+    streamEvents(session, stream, res, /*end_with_exchange=*/false,
+                 "event: endpoint\ndata: /messages?sessionId=" + session->id + "\n\n",
+                 /*legacy=*/true);
+  }
+
+  // 2024-11-05: POST /messages?sessionId=... is answered 202; the answer travels on the stream.
+  void onLegacyPost(const httplib::Request& req, httplib::Response& res) {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu);
+      auto it = sessions.find(req.get_param_value("sessionId"));
+      if (it != sessions.end()) session = it->second;
+    }
+    if (!session) {
+      jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
+      return;
+    }
+    json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (message.is_discarded() || !message.is_object()) {
+      jsonError(res, 400, rpc::kParseError, "the body must be one JSON-RPC message");
+      return;
+    }
+    session->touch();
+    {
+      std::lock_guard lock(session->frame_mu);
+      session->server->onFrame(req.body);
+    }
+    res.status = 202;
+  }
+
+  void failedSession(const Status& status, httplib::Response& res) {
+    if (status.code() == Code::kResourceExhausted) {
+      res.set_header("Retry-After", "30");
+      jsonError(res, 429, rpc::kInvalidRequest, status.message());
+    } else {
+      spdlog::error("http: cannot start a session: {}", status.message());
+      jsonError(res, 500, rpc::kInternalError, "cannot start a session");
+    }
+  }
+
+  bool refuseWhileStopping(httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (!stopping) return false;
+    res.set_header("Retry-After", "5");
+    jsonError(res, 503, rpc::kInvalidRequest, "the server is shutting down");
+    return true;
+  }
+
   void onPost(const httplib::Request& req, httplib::Response& res) {
+    if (refuseWhileStopping(res)) return;
     const std::string type = lower(req.get_header_value("Content-Type"));
     if (type.rfind("application/json", 0) != 0) {
       jsonError(res, 415, rpc::kInvalidRequest, "Content-Type must be application/json");
@@ -421,13 +504,7 @@ struct HttpServer::Impl {
     if (message.value("method", "") == "initialize") {
       auto made = newSession();
       if (!made.ok()) {
-        if (made.status().code() == Code::kResourceExhausted) {
-          res.set_header("Retry-After", "30");
-          jsonError(res, 429, rpc::kInvalidRequest, made.status().message());
-        } else {
-          spdlog::error("http: cannot start a session: {}", made.status().message());
-          jsonError(res, 500, rpc::kInternalError, "cannot start a session");
-        }
+        failedSession(made.status(), res);
         return;
       }
       session = std::move(*made);
@@ -507,6 +584,10 @@ struct HttpServer::Impl {
       res.set_header("Allow", "GET, POST, DELETE");
       jsonError(res, 405, rpc::kInvalidRequest, "method not allowed");
     };
+    http.Get("/sse",
+             [this](const httplib::Request& q, httplib::Response& r) { onLegacyStream(q, r); });
+    http.Post("/messages",
+              [this](const httplib::Request& q, httplib::Response& r) { onLegacyPost(q, r); });
     http.Put("/mcp", not_allowed);
     http.Patch("/mcp", not_allowed);
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -554,11 +635,27 @@ Status HttpServer::run() {
 }
 
 void HttpServer::stop() {
+  std::vector<std::string> ids;
   {
     std::lock_guard lock(impl_->mu);
     impl_->stopping = true;
+    for (const auto& [id, s] : impl_->sessions) ids.push_back(id);
   }
   impl_->reaper_cv.notify_all();
+  // Calls in flight finish (their POSTs are answered) for up to the grace period; what still
+  // runs then is cancelled. Then the sessions end, and with them their streams, which the HTTP
+  // server's own stop waits for.
+  const auto deadline = Clock::now() + impl_->options.shutdown_grace;
+  for (const std::string& id : ids) {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(impl_->mu);
+      auto it = impl_->sessions.find(id);
+      if (it != impl_->sessions.end()) session = it->second;
+    }
+    if (session) session->server->drain([&] { return Clock::now() >= deadline; });
+  }
+  for (const std::string& id : ids) impl_->endSession(id);
   impl_->http.stop();
 }
 

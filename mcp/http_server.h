@@ -33,9 +33,10 @@ struct HttpOptions {
   size_t max_body_bytes = 16 << 20;
   size_t max_sessions = 64;
   std::chrono::seconds session_idle{1800};
-  std::chrono::seconds read_timeout{30};  // for a client to send its request
-  size_t threads = 64;                    // HTTP connections served at once
-  std::string version;                    // reported by /healthz
+  std::chrono::seconds read_timeout{30};    // for a client to send its request
+  size_t threads = 64;                      // HTTP connections served at once
+  std::chrono::seconds shutdown_grace{10};  // for calls in flight at stop()
+  std::string version;                      // reported by /healthz
 };
 
 // The backend of one session, and whatever keeps it alive.

@@ -17,6 +17,7 @@ import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn } from 'node:child_process';
 import {
@@ -152,10 +153,12 @@ function recording(Base) {
 }
 const RecordingTransport = recording(StdioClientTransport);
 const RecordingHttpTransport = recording(StreamableHTTPClientTransport);
+const RecordingSseTransport = recording(SSEClientTransport);
 
 // Starts the server with --transport http on a free loopback port; resolves to the transport
-// for it, which knows the server's process.
-function startHttpServer(binary, args, cwd) {
+// for it (Streamable HTTP, or with `legacy` the 2024-11-05 HTTP+SSE one at /sse), which knows
+// the server's process.
+function startHttpServer(binary, args, cwd, legacy) {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, [...args, '--transport', 'http', '--listen', '127.0.0.1:0'],
       { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -167,7 +170,9 @@ function startHttpServer(binary, args, cwd) {
       const match = /http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(seen);
       if (match && timer) {
         clearTimeout(timer);
-        const transport = new RecordingHttpTransport(new URL(`http://127.0.0.1:${match[1]}/mcp`));
+        const base = `http://127.0.0.1:${match[1]}`;
+        const transport = legacy ? new RecordingSseTransport(new URL(`${base}/sse`))
+          : new RecordingHttpTransport(new URL(`${base}/mcp`));
         transport.child = child;
         transport.pid = child.pid;
         resolve(transport);
@@ -180,12 +185,13 @@ function startHttpServer(binary, args, cwd) {
 // Starts the server with `args` plus `--ruleset ruleset` (and `extraArgs`) and connects a
 // Client declaring `capabilities`; `setUp(client)` runs before connecting (request handlers).
 async function startServer(binary, args, cwd,
-  { ruleset = 'permissive', extraArgs = [], capabilities = {}, setUp, http = false } = {}) {
+  { ruleset = 'permissive', extraArgs = [], capabilities = {}, setUp, http = false,
+    legacy = false } = {}) {
   const allArgs = [...args, '--log-level', 'warn', '--ruleset', ruleset, ...extraArgs];
   serverStderr = '';
   let transport;
   if (http) {
-    transport = await startHttpServer(binary, allArgs, cwd);
+    transport = await startHttpServer(binary, allArgs, cwd, legacy);
   } else {
     transport = new RecordingTransport({ command: binary, args: allArgs, cwd, stderr: 'pipe' });
     transport.stderr.on('data', (chunk) => {
@@ -208,8 +214,10 @@ async function startServer(binary, args, cwd,
 async function stopServer({ client, transport }) {
   if (transport.child) {
     const child = transport.child;
-    await transport.terminateSession();
-    assert.equal(transport.sessionId, undefined, 'the session was not ended');
+    if (transport.terminateSession) {
+      await transport.terminateSession();
+      assert.equal(transport.sessionId, undefined, 'the session was not ended');
+    }
     await client.close();
     const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
@@ -245,12 +253,12 @@ async function waitFor(predicate, ms = 2000) {
 // ---------------------------------------------------------------------------------------------
 // The checks, run once per backend.
 
-async function suite(binary, label, args, { cwd, pngPath, http = false }) {
+async function suite(binary, label, args, { cwd, pngPath, http = false, legacy = false }) {
   currentLabel = label;
   const failedBefore = failed;
   let server;
   await check('connect and initialize', async () => {
-    server = await startServer(binary, args, cwd, { http });
+    server = await startServer(binary, args, cwd, { http: http || legacy, legacy });
   });
   if (!server) return;
   const { client, transport, logs } = server;
@@ -595,7 +603,7 @@ async function suite(binary, label, args, { cwd, pngPath, http = false }) {
   });
 
   await check(http ? 'session ends with DELETE and the server exits on SIGTERM'
-    : 'server exits on stdin EOF', async () => {
+    : legacy ? 'the server exits on SIGTERM' : 'server exits on stdin EOF', async () => {
     await stopServer(server);
   });
   if (failed > failedBefore && serverStderr.trim()) {
@@ -641,6 +649,13 @@ async function main() {
   await check('files written over HTTP are on disk', async () => {
     assert.equal(fs.readFileSync(path.join(httpRoot, 'src', 'hello.txt'), 'utf8'), 'alpha\nBETA\ngamma\n');
   });
+
+  // And over the 2024-11-05 HTTP+SSE transport (GET /sse, POST /messages).
+  const sseRoot = mkTemp('backyard-e2e-sse-');
+  fs.mkdirSync(path.join(sseRoot, 'img'));
+  fs.writeFileSync(path.join(sseRoot, 'img', 'pixel.png'), PNG);
+  await suite(binary, 'local-sse', ['--backend', 'local', '--root', sseRoot],
+    { cwd: sseRoot, pngPath: 'img/pixel.png', legacy: true });
 
   // State backend, seeded from a snapshot that holds the same PNG; saved back at exit.
   const stateDir = mkTemp('backyard-e2e-state-');

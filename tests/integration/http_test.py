@@ -265,6 +265,25 @@ class HttpLimits(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_sigterm_lets_calls_in_flight_finish(self):
+        server = Server(self.tmp.name)
+        sid = server.initialize()
+        result = {}
+
+        def run():
+            result["answer"] = server.call(sid, 2, "execute", {"command": "sleep 1; echo drained"})
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.4)
+        server.proc.terminate()
+        t.join(15)
+        self.assertEqual(server.proc.wait(15), 0)
+        server.proc.stderr.close()
+        status, _, body = result["answer"]
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["result"]["structuredContent"]["stdout"], "drained\n")
+
     def test_beyond_loopback_needs_a_token(self):
         proc = subprocess.run([BINARY, "--transport", "http", "--listen", "0.0.0.0:0", "--root",
                                self.tmp.name], capture_output=True, text=True, timeout=30,
