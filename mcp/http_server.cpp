@@ -27,24 +27,37 @@ constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr auto kKeepAlive = std::chrono::seconds(15);
 
-// The messages one POST (or the GET stream) carries back, in order. A POST's ends with its
-// response; it may also be abandoned (the request was cancelled, or the session ended).
+// The messages of one SSE stream (a POST's, or the session's GET stream), in order, kept so
+// that a client whose connection dropped can resume with Last-Event-ID: event N of stream S
+// has the id "S:N". A POST's stream ends with its response; it may also be abandoned (the
+// request was cancelled) or ended with the session.
 struct Exchange {
+  static constexpr size_t kKept = 4096;  // events kept for resumption, per stream
+
+  explicit Exchange(std::string stream_id) : id(std::move(stream_id)) {}
+  const std::string id;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<json> queue;
+  std::deque<json> events;
+  size_t first = 0;  // the number of events.front()
   bool done = false;
+  bool reading = false;  // a connection is streaming it
 
+  size_t end() const { return first + events.size(); }
   void push(json message, bool last) {
     {
       std::lock_guard lock(mu);
       if (done) return;
-      queue.push_back(std::move(message));
+      events.push_back(std::move(message));
+      if (events.size() > kKept) {
+        events.pop_front();
+        ++first;
+      }
       done = last;
     }
     cv.notify_all();
   }
-  void end() {
+  void finish() {
     {
       std::lock_guard lock(mu);
       done = true;
@@ -59,10 +72,11 @@ bool isResponse(const json& m) {
 }
 
 // Routes what a session's dispatcher sends: a response to the POST that asked, a call's own
-// notifications and questions to that call's POST, everything else to the GET stream (or
-// nowhere, when none is open).
+// notifications and questions to that call's POST, everything else to the GET stream.
 class SessionTransport : public Transport {
  public:
+  static constexpr size_t kStreamsKept = 64;  // finished streams kept for resumption
+
   Status run(MessageHandler&) override { return okStatus(); }
   void stop() override {}
 
@@ -72,28 +86,43 @@ class SessionTransport : public Transport {
     {
       std::lock_guard lock(mu_);
       if (legacy_) {
-        target = stream_;  // HTTP+SSE: everything travels on the one stream
+        target = standalone_;  // HTTP+SSE: everything travels on the one stream
       } else if (isResponse(message)) {
-        auto it = exchanges_.find(message["id"].dump());
-        if (it != exchanges_.end()) {
+        auto it = pending_.find(message["id"].dump());
+        if (it != pending_.end()) {
           target = std::move(it->second);
-          exchanges_.erase(it);
+          pending_.erase(it);
           last = true;
         }
       } else if (const json* id = currentRequest()) {
-        auto it = exchanges_.find(id->dump());
-        if (it != exchanges_.end()) target = it->second;
+        auto it = pending_.find(id->dump());
+        if (it != pending_.end()) target = it->second;
       }
-      if (!target && !last) target = stream_;
+      if (!target && !last) target = standalone_;
     }
     if (target) target->push(message, last);
   }
 
   // Where the answer to request `id` (serialized) will go.
   std::shared_ptr<Exchange> expect(const std::string& id) {
-    auto exchange = std::make_shared<Exchange>();
     std::lock_guard lock(mu_);
-    exchanges_[id] = exchange;
+    auto exchange = std::make_shared<Exchange>("s" + std::to_string(++streams_made_));
+    pending_[id] = exchange;
+    streams_.push_back(exchange);
+    // Forget the oldest finished streams beyond the last few.
+    auto finished = [](const std::shared_ptr<Exchange>& e) {
+      std::lock_guard ex_lock(e->mu);
+      return e->done && !e->reading;
+    };
+    size_t count = std::count_if(streams_.begin(), streams_.end(), finished);
+    for (auto it = streams_.begin(); it != streams_.end() && count > kStreamsKept;) {
+      if (finished(*it)) {
+        it = streams_.erase(it);
+        --count;
+      } else {
+        ++it;
+      }
+    }
     return exchange;
   }
   // The request will not be answered (it was cancelled): its POST ends empty.
@@ -101,23 +130,26 @@ class SessionTransport : public Transport {
     std::shared_ptr<Exchange> exchange;
     {
       std::lock_guard lock(mu_);
-      auto it = exchanges_.find(id);
-      if (it == exchanges_.end()) return;
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
       exchange = std::move(it->second);
-      exchanges_.erase(it);
+      pending_.erase(it);
     }
-    exchange->end();
+    exchange->finish();
   }
-  // The GET stream; null when one is already open.
-  std::shared_ptr<Exchange> openStream() {
+  // The stream an event id ("S:N") belongs to, or null.
+  std::shared_ptr<Exchange> streamOf(const std::string& event_id) {
+    const std::string stream = event_id.substr(0, event_id.find(':'));
     std::lock_guard lock(mu_);
-    if (stream_) return nullptr;
-    stream_ = std::make_shared<Exchange>();
-    return stream_;
+    if (stream == standalone_->id) return standalone_;
+    for (const auto& exchange : streams_) {
+      if (exchange->id == stream) return exchange;
+    }
+    return nullptr;
   }
-  void closeStream(const std::shared_ptr<Exchange>& stream) {
+  std::shared_ptr<Exchange> standalone() {
     std::lock_guard lock(mu_);
-    if (stream_ == stream) stream_.reset();
+    return standalone_;
   }
   // The 2024-11-05 HTTP+SSE transport: answers go on the GET stream, not to the POSTs.
   void setLegacy() {
@@ -125,21 +157,23 @@ class SessionTransport : public Transport {
     legacy_ = true;
   }
   void endAll() {
-    std::map<std::string, std::shared_ptr<Exchange>> all;
-    std::shared_ptr<Exchange> stream;
+    std::vector<std::shared_ptr<Exchange>> all;
     {
       std::lock_guard lock(mu_);
-      all.swap(exchanges_);
-      stream = std::move(stream_);
+      for (auto& [id, exchange] : pending_) all.push_back(exchange);
+      pending_.clear();
+      all.insert(all.end(), streams_.begin(), streams_.end());
+      all.push_back(standalone_);
     }
-    for (auto& [id, exchange] : all) exchange->end();
-    if (stream) stream->end();
+    for (auto& exchange : all) exchange->finish();
   }
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Exchange>> exchanges_;
-  std::shared_ptr<Exchange> stream_;
+  std::map<std::string, std::shared_ptr<Exchange>> pending_;  // by request id
+  std::vector<std::shared_ptr<Exchange>> streams_;            // for resumption, oldest first
+  std::shared_ptr<Exchange> standalone_ = std::make_shared<Exchange>("g");
+  uint64_t streams_made_ = 0;
   bool legacy_ = false;
 };
 
@@ -361,30 +395,33 @@ struct HttpServer::Impl {
   void respond(const std::shared_ptr<Session>& session, const std::shared_ptr<Exchange>& exchange,
                httplib::Response& res) {
     std::unique_lock lock(exchange->mu);
-    exchange->cv.wait(lock, [&] { return !exchange->queue.empty() || exchange->done; });
-    if (exchange->queue.empty()) {  // cancelled: no answer comes
+    exchange->cv.wait(lock, [&] { return !exchange->events.empty() || exchange->done; });
+    if (exchange->events.empty()) {  // cancelled: no answer comes
       res.status = 204;
       return;
     }
-    if (exchange->done && exchange->queue.size() == 1) {
-      res.set_content(exchange->queue.front().dump(), "application/json");
+    if (exchange->done && exchange->events.size() == 1) {
+      res.set_content(exchange->events.front().dump(), "application/json");
       return;
     }
+    exchange->reading = true;
     lock.unlock();
-    streamEvents(session, exchange, res, /*end_with_exchange=*/true);
+    streamEvents(session, exchange, res, 0);
   }
 
-  // `preamble` goes out first (the legacy transport's endpoint event). A legacy session lives
-  // as long as its stream.
+  // Streams `exchange` from event number `from` on, each event with its id; `preamble` goes out
+  // first (the legacy transport's endpoint event). The caller has marked it as being read. A
+  // legacy session lives as long as its stream.
   void streamEvents(const std::shared_ptr<Session>& session,
-                    const std::shared_ptr<Exchange>& exchange, httplib::Response& res,
-                    bool end_with_exchange, std::string preamble = "", bool legacy = false) {
+                    const std::shared_ptr<Exchange>& exchange, httplib::Response& res, size_t from,
+                    std::string preamble = "", bool legacy = false) {
     ++session->open_requests;
     res.set_header("Cache-Control", "no-cache");
     auto first = std::make_shared<std::string>(std::move(preamble));
+    auto cursor = std::make_shared<size_t>(from);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [exchange, first](size_t, httplib::DataSink& sink) {
+        [exchange, first, cursor](size_t, httplib::DataSink& sink) {
           if (!first->empty()) {
             const bool ok = sink.write(first->data(), first->size());
             first->clear();
@@ -392,11 +429,12 @@ struct HttpServer::Impl {
           }
           std::unique_lock lock(exchange->mu);
           exchange->cv.wait_for(lock, kKeepAlive,
-                                [&] { return !exchange->queue.empty() || exchange->done; });
+                                [&] { return exchange->end() > *cursor || exchange->done; });
           std::string out;
-          while (!exchange->queue.empty()) {
-            out += sseEvent(exchange->queue.front());
-            exchange->queue.pop_front();
+          *cursor = std::max(*cursor, exchange->first);  // what fell out of the log is gone
+          for (; *cursor < exchange->end(); ++*cursor) {
+            out += "id: " + exchange->id + ":" + std::to_string(*cursor) + "\n" +
+                   sseEvent(exchange->events[*cursor - exchange->first]);
           }
           const bool finished = exchange->done;
           lock.unlock();
@@ -405,12 +443,23 @@ struct HttpServer::Impl {
           if (finished) sink.done();  // the answer went out, or the session ended
           return true;
         },
-        [this, session, exchange, end_with_exchange, legacy](bool) {
-          if (!end_with_exchange) session->transport.closeStream(exchange);
+        [this, session, exchange, legacy](bool) {
+          {
+            std::lock_guard lock(exchange->mu);
+            exchange->reading = false;
+          }
           --session->open_requests;
           session->touch();
           if (legacy) endSession(session->id);
         });
+  }
+
+  // Marks `exchange` as read by one more connection; false when one already reads it.
+  static bool startReading(const std::shared_ptr<Exchange>& exchange) {
+    std::lock_guard lock(exchange->mu);
+    if (exchange->reading) return false;
+    exchange->reading = true;
+    return true;
   }
 
   // 2024-11-05: GET /sse starts a session and its stream, whose first event names the URL
@@ -428,9 +477,10 @@ struct HttpServer::Impl {
     }
     std::shared_ptr<Session> session = std::move(*made);
     session->transport.setLegacy();
-    auto stream = session->transport.openStream();
+    auto stream = session->transport.standalone();
+    startReading(stream);
     spdlog::info("http: session {}… started (HTTP+SSE)", session->id.substr(0, 8));
-    streamEvents(session, stream, res, /*end_with_exchange=*/false,
+    streamEvents(session, stream, res, 0,
                  "event: endpoint\ndata: /messages?sessionId=" + session->id + "\n\n",
                  /*legacy=*/true);
   }
@@ -517,6 +567,8 @@ struct HttpServer::Impl {
     post(session, message, req.body, res);
   }
 
+  // GET /mcp: the session's stream for messages that belong to no request, from now on; or,
+  // with Last-Event-ID, any stream of the session resumed after that event.
   void onGet(const httplib::Request& req, httplib::Response& res) {
     if (!accepts(req, "text/event-stream")) {
       jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
@@ -524,12 +576,29 @@ struct HttpServer::Impl {
     }
     auto session = sessionOf(req, res);
     if (!session) return;
-    auto stream = session->transport.openStream();
-    if (!stream) {
-      jsonError(res, 409, rpc::kInvalidRequest, "this session already has a GET stream");
+    std::shared_ptr<Exchange> stream;
+    size_t from = 0;
+    if (req.has_header("Last-Event-ID")) {
+      const std::string last = req.get_header_value("Last-Event-ID");
+      const size_t colon = last.find(':');
+      stream = session->transport.streamOf(last);
+      const std::string number = colon == std::string::npos ? "" : last.substr(colon + 1);
+      if (!stream || number.empty() || number.size() > 18 ||
+          number.find_first_not_of("0123456789") != std::string::npos) {
+        jsonError(res, 404, rpc::kInvalidRequest, "no stream to resume at event " + last);
+        return;
+      }
+      from = std::stoull(number) + 1;
+    } else {
+      stream = session->transport.standalone();
+      std::lock_guard lock(stream->mu);
+      from = stream->end();
+    }
+    if (!startReading(stream)) {
+      jsonError(res, 409, rpc::kInvalidRequest, "that stream is already open");
       return;
     }
-    streamEvents(session, stream, res, /*end_with_exchange=*/false);
+    streamEvents(session, stream, res, from);
   }
 
   void onDelete(const httplib::Request& req, httplib::Response& res) {

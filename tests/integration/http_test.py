@@ -77,7 +77,23 @@ class Server:
 
 def sse_messages(payload):
     return [json.loads(line[len("data: "):]) for line in payload.decode().splitlines()
-            if line.startswith("data: ")]
+            if line.startswith("data: ") and line[len("data: "):].strip()]
+
+
+def read_event(resp):
+    """The next SSE event of a streaming response as (id, message); (None, None) at its end."""
+    event_id, data = None, None
+    while True:
+        line = resp.readline()
+        if not line:
+            return None, None
+        line = line.decode().rstrip("\r\n")
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: ") and line[6:].strip():
+            data = json.loads(line[6:])
+        elif line == "" and data is not None:
+            return event_id, data
 
 
 class HttpTransport(unittest.TestCase):
@@ -168,6 +184,49 @@ class HttpTransport(unittest.TestCase):
         time.sleep(0.5)
         left = subprocess.run(["pgrep", "-f", "slee[p] 3131"], capture_output=True, text=True)
         self.assertEqual(left.stdout, "")
+
+    def test_a_dropped_stream_resumes_without_loss_or_repeats(self):
+        sid = self.server.initialize()
+        port = self.server.port
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        body = {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                "params": {"name": "execute", "_meta": {"progressToken": 7},
+                           "arguments": {"command": "echo 1; sleep 1; echo 2; sleep 1; echo 3; "
+                                                      "sleep 1; echo 4; sleep 1"}}}
+        conn.request("POST", "/mcp", body=json.dumps(body).encode(),
+                     headers={"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                              "Accept": ACCEPT, "Mcp-Session-Id": sid})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        first_id, first = read_event(resp)
+        self.assertEqual(first["method"], "notifications/progress")
+        conn.close()  # the connection drops; the command runs on
+        time.sleep(4.5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/mcp", headers={"Host": f"127.0.0.1:{port}",
+                                             "Accept": "text/event-stream",
+                                             "Mcp-Session-Id": sid, "Last-Event-ID": first_id})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        events = []
+        while True:
+            event_id, message = read_event(resp)
+            if event_id is None:
+                break
+            events.append((event_id, message))
+        conn.close()
+        stream, number = first_id.split(":")
+        ids = [e[0] for e in events]
+        # Every later event once, in order, and nothing before the one the client had.
+        self.assertEqual(ids, [f"{stream}:{int(number) + 1 + i}" for i in range(len(events))])
+        self.assertGreaterEqual(len(events), 2, events)
+        self.assertTrue(all(m.get("method") == "notifications/progress" for _, m in events[:-1]))
+        self.assertEqual(events[-1][1]["id"], 11)
+        self.assertEqual(events[-1][1]["result"]["structuredContent"]["stdout"], "1\n2\n3\n4\n")
+        status, _, _ = self.server.request("GET", headers={"Accept": "text/event-stream",
+                                                           "Mcp-Session-Id": sid,
+                                                           "Last-Event-ID": "nope:3"})
+        self.assertEqual(status, 404)
 
     def test_get_stream_opens_once(self):
         sid = self.server.initialize()
