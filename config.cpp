@@ -129,6 +129,7 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   }
   if (doc.contains("max_sessions")) c.max_sessions = doc["max_sessions"].get<size_t>();
   if (doc.contains("session_idle_s")) c.session_idle_s = doc["session_idle_s"].get<double>();
+  if (doc.contains("workspace_root")) c.workspace_root = doc["workspace_root"].get<std::string>();
   if (doc.contains("shutdown_grace_s")) {
     c.shutdown_grace_s = doc["shutdown_grace_s"].get<double>();
   }
@@ -231,6 +232,8 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   app.add_option("--session-idle", flags.session_idle_s,
                  "HTTP: seconds after which an unused session is ended (default 1800)")
       ->check(CLI::Range(1.0, 604800.0));
+  app.add_option("--workspace-root", flags.workspace_root,
+                 "HTTP, Local: each session works in a fresh directory made under this one");
   app.add_option("--shutdown-grace", flags.shutdown_grace_s,
                  "HTTP: seconds calls in flight get to finish after SIGTERM (default 10)")
       ->check(CLI::Range(0.0, 3600.0));
@@ -289,8 +292,15 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--max-sessions")) c.max_sessions = flags.max_sessions;
   if (given("--session-idle")) c.session_idle_s = flags.session_idle_s;
   if (given("--shutdown-grace")) c.shutdown_grace_s = flags.shutdown_grace_s;
+  if (given("--workspace-root")) c.workspace_root = flags.workspace_root;
   BYD_RETURN_IF_ERROR(finishHttp(c));
 
+  if (!c.workspace_root.empty()) {
+    BYD_RETURN_IF_ERROR(checkDirectory("--workspace-root", c.workspace_root));
+    if (c.transport != "http" || c.backend != "local") {
+      return invalidArgument("--workspace-root needs --transport http and the Local backend");
+    }
+  }
   if (c.backend == "local") {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));
     for (const std::string& dir : c.allow)

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -136,8 +138,13 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
     fprintf(stderr, "backyard-mcp: %s\n", first.status().message().c_str());
     return kUsageError;
   }
-  const std::string description = first->description;
+  const std::string description =
+      config.workspace_root.empty()
+          ? first->description
+          : "a fresh directory under " + config.workspace_root + " for each session";
+  const byd::mcp::ServerOptions options = serverOptions(config, *first, guard);
   auto spare = std::make_shared<OpenedBackend>(std::move(*first));
+  if (!config.workspace_root.empty()) spare.reset();  // sessions get directories of their own
   std::mutex spare_mu;
   byd::mcp::SessionFactory factory = [&]() -> byd::Result<byd::mcp::SessionBackend> {
     std::shared_ptr<OpenedBackend> opened;
@@ -146,10 +153,19 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
       opened = std::move(spare);
     }
     if (!opened) {
-      BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(config));
+      byd::Config session_config = config;
+      if (!config.workspace_root.empty()) {
+        std::string dir = config.workspace_root + "/session-XXXXXX";
+        if (mkdtemp(dir.data()) == nullptr) {
+          return byd::internalError("cannot make a session directory under " +
+                                    config.workspace_root + ": " + strerror(errno));
+        }
+        session_config.root = dir;
+      }
+      BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(session_config));
       opened = std::make_shared<OpenedBackend>(std::move(fresh));
     }
-    return byd::mcp::SessionBackend{opened->backend.get(), opened};
+    return byd::mcp::SessionBackend{opened->backend.get(), opened, instructions(*opened, guard)};
   };
   byd::mcp::HttpOptions http;
   http.host = config.listenHost();
@@ -161,8 +177,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
   http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
   http.version = BYD_VERSION;
-  byd::mcp::HttpServer server(http, factory, config.limits, serverOptions(config, *spare, guard),
-                              &guard);
+  byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
   if (byd::Status s = server.bind(); !s.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());
     return 1;

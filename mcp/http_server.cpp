@@ -349,8 +349,11 @@ struct HttpServer::Impl {
     auto session = std::make_shared<Session>();
     session->id = randomId();
     session->backend = std::move(backend);
+    ServerOptions options = server_options;
+    if (!session->backend.instructions.empty())
+      options.instructions = session->backend.instructions;
     session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
-                                               limits, server_options, guard);
+                                               limits, options, guard);
     session->touch();
     std::lock_guard lock(mu);
     sessions[session->id] = session;

@@ -43,6 +43,7 @@ struct HttpOptions {
 struct SessionBackend {
   Backend* backend = nullptr;
   std::shared_ptr<void> owner;
+  std::string instructions;  // for this session's initialize, when it differs from the rest
 };
 using SessionFactory = std::function<Result<SessionBackend>()>;
 

@@ -335,8 +335,8 @@ RunResult supervise(const Watched& w, int stdin_w, int out_r, int err_r, const R
     if (!exited && (fds[3].revents || w.fd < 0) && w.ended(status, r.stderr_data)) exited = true;
   }
   if (in_open) close(stdin_w);
-  if (out_open) close(out_r);
-  if (err_open) close(err_r);
+  close(out_r);  // at end of file or not, the read ends are ours to close
+  close(err_r);
   w.finish();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.duration_ms = msSince(start);

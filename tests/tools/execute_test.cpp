@@ -340,6 +340,20 @@ TEST_F(ExecuteTest, ANewLauncherReplacesADeadOne) {
   EXPECT_FALSE(descendantsMatching("--sandbox-helper").empty());
 }
 
+TEST_F(ExecuteTest, NoDescriptorIsLeftOpen) {
+  auto open_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  sc({{"command", "true"}});  // the sandbox's own descriptors exist from here on
+  const auto before = open_fds();
+  for (int i = 0; i < 10; ++i) {
+    sc({{"command", "echo out; echo err >&2"}});
+    sc({{"command", "cat"}, {"stdin", "fed"}});
+  }
+  EXPECT_EQ(open_fds(), before);
+}
+
 TEST_F(ExecuteTest, ProgressReportsTheLatestLine) {
   std::vector<std::string> messages;
   std::mutex mu;
