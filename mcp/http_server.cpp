@@ -71,6 +71,16 @@ bool isResponse(const json& m) {
          !m.contains("method");
 }
 
+// The result of a successful initialize, or null.
+const json* resultOfInitialize(const json& m) {
+  auto it = m.find("result");
+  if (it == m.end() || !it->is_object() || !it->contains("protocolVersion") ||
+      !it->contains("serverInfo")) {
+    return nullptr;
+  }
+  return &*it;
+}
+
 // Routes what a session's dispatcher sends: a response to the POST that asked, a call's own
 // notifications and questions to that call's POST, everything else to the GET stream.
 class SessionTransport : public Transport {
@@ -88,6 +98,9 @@ class SessionTransport : public Transport {
       if (legacy_) {
         target = standalone_;  // HTTP+SSE: everything travels on the one stream
       } else if (isResponse(message)) {
+        if (const json* result = resultOfInitialize(message)) {
+          version_ = result->value("protocolVersion", "");
+        }
         auto it = pending_.find(message["id"].dump());
         if (it != pending_.end()) {
           target = std::move(it->second);
@@ -151,6 +164,11 @@ class SessionTransport : public Transport {
     std::lock_guard lock(mu_);
     return standalone_;
   }
+  // The protocol version the session's initialize settled on ("" before).
+  std::string version() {
+    std::lock_guard lock(mu_);
+    return version_;
+  }
   // The 2024-11-05 HTTP+SSE transport: answers go on the GET stream, not to the POSTs.
   void setLegacy() {
     std::lock_guard lock(mu_);
@@ -175,6 +193,7 @@ class SessionTransport : public Transport {
   std::shared_ptr<Exchange> standalone_ = std::make_shared<Exchange>("g");
   uint64_t streams_made_ = 0;
   bool legacy_ = false;
+  std::string version_;
 };
 
 struct Session {
@@ -420,6 +439,11 @@ struct HttpServer::Impl {
                     std::string preamble = "", bool legacy = false) {
     ++session->open_requests;
     res.set_header("Cache-Control", "no-cache");
+    if (!legacy && atLeast(session->transport.version(), "2025-11-25")) {
+      // 2025-11-25: a priming event (an id, no data) lets the client resume from the start,
+      // and `retry` says how soon to reconnect.
+      preamble += "id: " + exchange->id + ":" + std::to_string(from) + "\nretry: 1000\ndata: \n\n";
+    }
     auto first = std::make_shared<std::string>(std::move(preamble));
     auto cursor = std::make_shared<size_t>(from);
     res.set_chunked_content_provider(
@@ -436,7 +460,7 @@ struct HttpServer::Impl {
           std::string out;
           *cursor = std::max(*cursor, exchange->first);  // what fell out of the log is gone
           for (; *cursor < exchange->end(); ++*cursor) {
-            out += "id: " + exchange->id + ":" + std::to_string(*cursor) + "\n" +
+            out += "id: " + exchange->id + ":" + std::to_string(*cursor + 1) + "\n" +
                    sseEvent(exchange->events[*cursor - exchange->first]);
           }
           const bool finished = exchange->done;
@@ -591,7 +615,7 @@ struct HttpServer::Impl {
         jsonError(res, 404, rpc::kInvalidRequest, "no stream to resume at event " + last);
         return;
       }
-      from = std::stoull(number) + 1;
+      from = std::stoull(number);  // event K has the id S:K, counted from 1
     } else {
       stream = session->transport.standalone();
       std::lock_guard lock(stream->mu);

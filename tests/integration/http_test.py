@@ -160,6 +160,20 @@ class HttpTransport(unittest.TestCase):
         self.assertTrue(progress, messages)
         self.assertEqual(progress[0]["params"]["progressToken"], "tok")
 
+    def test_streams_start_with_a_priming_event_from_2025_11_25(self):
+        init = json.loads(json.dumps(INIT))
+        init["params"]["protocolVersion"] = "2025-11-25"
+        status, h, _ = self.server.request("POST", body=init)
+        sid = h["mcp-session-id"]
+        status, h, body = self.server.call(sid, 4, "execute", {"command": "sleep 1.2; echo x"},
+                                           meta={"progressToken": 1},
+                                           headers={"MCP-Protocol-Version": "2025-11-25"})
+        self.assertTrue(h["content-type"].startswith("text/event-stream"), h)
+        first_event = body.decode().split("\n\n")[0].splitlines()
+        self.assertEqual(first_event[0].split(":")[0], "id", first_event)
+        self.assertIn("retry: 1000", first_event)
+        self.assertIn("data: ", first_event)  # empty: nothing to deliver, only a place to resume
+
     def test_cancelling_a_running_command(self):
         sid = self.server.initialize()
         result = {}
