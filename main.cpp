@@ -51,7 +51,10 @@ struct OpenedBackend {
   std::jthread verifier;     // last: joined before the backend it checks is destroyed
 };
 
-byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
+// `warm`: check the sandbox and start its helper and a spare Python kernel now, in the
+// background (stdio, and the first HTTP session); otherwise when first needed (further HTTP
+// sessions: an idle one then costs no processes).
+byd::Result<OpenedBackend> openBackend(const byd::Config& c, bool warm = true) {
   OpenedBackend out;
   if (c.backend == "state") {
     BYD_ASSIGN_OR_RETURN(auto state, byd::StateBackend::open(c.state_file, c.state_sync));
@@ -66,7 +69,9 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
   options.isolate = c.sandbox != "none";
   options.limits = c.sandbox_limits;
   auto sandbox = byd::Sandbox::create(local->writableDirs(), options);
-  if (sandbox.ok()) {
+  byd::PythonOptions python = c.python;
+  python.spare_at_start = warm;
+  if (sandbox.ok() && warm) {
     // The kernel's answer comes in the background, so start-up does not wait for it.
     const byd::Sandbox* box = sandbox->get();
     out.verifier = std::jthread([box] {
@@ -76,11 +81,15 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c) {
         spdlog::warn("execute and run_python are unavailable: {}", s.message());
       }
     });
+  }
+  if (sandbox.ok()) {
     if (!options.isolate) {
-      spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
+      if (warm) {
+        spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
+      }
       out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
     }
-    local->setSandbox(std::move(*sandbox), "", c.python);
+    local->setSandbox(std::move(*sandbox), "", python);
   } else {
     spdlog::warn("execute is unavailable: {}", sandbox.status().message());
     local->setSandbox(nullptr, sandbox.status().message());
@@ -162,7 +171,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
         }
         session_config.root = dir;
       }
-      BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(session_config));
+      BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(session_config, /*warm=*/false));
       opened = std::make_shared<OpenedBackend>(std::move(fresh));
     }
     return byd::mcp::SessionBackend{opened->backend.get(), opened, instructions(*opened, guard)};

@@ -657,7 +657,11 @@ struct HttpServer::Impl {
   void routes() {
     http.set_payload_max_length(options.max_body_bytes);
     http.set_read_timeout(options.read_timeout);
-    http.set_keep_alive_timeout(5);
+    // Answers go out at once (no Nagle delay between headers and body), and a client keeps
+    // its connection for many requests.
+    http.set_tcp_nodelay(true);
+    http.set_keep_alive_timeout(5);  // also how long stop() may wait for an idle connection
+    http.set_keep_alive_max_count(100000);
     const size_t threads = options.threads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_exception_handler(

@@ -7,7 +7,7 @@ namespace byd {
 PythonSessions::PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options)
     : sandbox_(sandbox), cwd_(std::move(cwd)), options_(std::move(options)) {
   std::lock_guard lock(mu_);
-  startSpare();
+  if (options_.spare_at_start) startSpare();
 }
 
 PythonSessions::~PythonSessions() {

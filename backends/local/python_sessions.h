@@ -18,6 +18,9 @@ struct PythonOptions {
   std::string python = "/usr/bin/python3";
   size_t max_sessions = 8;
   std::chrono::seconds idle{30 * 60};
+  // Start a spare kernel at once (stdio: one client, which will likely want one), or only
+  // with the first session (HTTP: many sessions, most idle, none should cost a kernel).
+  bool spare_at_start = true;
 };
 
 class PythonSessions {
