@@ -130,6 +130,7 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   if (doc.contains("max_sessions")) c.max_sessions = doc["max_sessions"].get<size_t>();
   if (doc.contains("session_idle_s")) c.session_idle_s = doc["session_idle_s"].get<double>();
   if (doc.contains("workspace_root")) c.workspace_root = doc["workspace_root"].get<std::string>();
+  if (doc.contains("read_timeout_s")) c.read_timeout_s = doc["read_timeout_s"].get<double>();
   if (doc.contains("shutdown_grace_s")) {
     c.shutdown_grace_s = doc["shutdown_grace_s"].get<double>();
   }
@@ -232,6 +233,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   app.add_option("--session-idle", flags.session_idle_s,
                  "HTTP: seconds after which an unused session is ended (default 1800)")
       ->check(CLI::Range(1.0, 604800.0));
+  app.add_option("--read-timeout", flags.read_timeout_s,
+                 "HTTP: seconds a client has to send its whole request (default 30)")
+      ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--workspace-root", flags.workspace_root,
                  "HTTP, Local: each session works in a fresh directory made under this one");
   app.add_option("--shutdown-grace", flags.shutdown_grace_s,
@@ -293,6 +297,7 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--session-idle")) c.session_idle_s = flags.session_idle_s;
   if (given("--shutdown-grace")) c.shutdown_grace_s = flags.shutdown_grace_s;
   if (given("--workspace-root")) c.workspace_root = flags.workspace_root;
+  if (given("--read-timeout")) c.read_timeout_s = flags.read_timeout_s;
   BYD_RETURN_IF_ERROR(finishHttp(c));
 
   if (!c.workspace_root.empty()) {

@@ -41,6 +41,7 @@ struct Config {
   size_t max_sessions = 64;
   double session_idle_s = 1800;
   double shutdown_grace_s = 10;
+  double read_timeout_s = 30;  // HTTP: for a client to send its whole request
   std::string workspace_root;  // HTTP + Local: each session works in a fresh directory here
   // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.
   std::string listenHost() const;

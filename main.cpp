@@ -185,6 +185,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.max_sessions = config.max_sessions;
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
   http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
+  http.read_timeout = std::chrono::seconds(static_cast<int64_t>(config.read_timeout_s));
   http.version = BYD_VERSION;
   byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
   if (byd::Status s = server.bind(); !s.ok()) {

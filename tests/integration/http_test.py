@@ -357,6 +357,27 @@ class HttpLimits(unittest.TestCase):
         self.assertEqual(status, 200, body)
         self.assertEqual(json.loads(body)["result"]["structuredContent"]["stdout"], "drained\n")
 
+    def test_a_stalled_client_is_cut_off(self):
+        import socket
+        server = Server(self.tmp.name, "--read-timeout", "1")
+        try:
+            stalled = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
+            for s in stalled:  # headers promising a body that never comes
+                s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                          "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode())
+            self.assertEqual(server.request("GET", "/healthz")[0], 200)  # others are served
+            started = time.monotonic()
+            for s in stalled:  # each request fails (an error answer, or the socket closes)
+                s.settimeout(10)
+                try:
+                    s.recv(4096)
+                except ConnectionResetError:
+                    pass
+                s.close()
+            self.assertLess(time.monotonic() - started, 3)  # after about a second
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_beyond_loopback_needs_a_token(self):
         proc = subprocess.run([BINARY, "--transport", "http", "--listen", "0.0.0.0:0", "--root",
                                self.tmp.name], capture_output=True, text=True, timeout=30,
