@@ -646,7 +646,10 @@ struct HttpServer::Impl {
           std::chrono::duration_cast<Clock::duration>(options.session_idle).count();
       std::vector<std::string> expired;
       for (const auto& [id, s] : sessions) {
-        if (s->open_requests == 0 && now - s->last_used > idle) expired.push_back(id);
+        // Idle means nothing running either: a call whose client went away still counts.
+        if (s->open_requests == 0 && s->server->activeCalls() == 0 && now - s->last_used > idle) {
+          expired.push_back(id);
+        }
       }
       lock.unlock();
       for (const std::string& id : expired) endSession(id);

@@ -51,6 +51,11 @@ class Server : public MessageHandler {
   void cancelAll();
   // The client has gone (stdin closed): questions to it fail at once instead of waiting.
   void clientClosed() { client_requests_.close(); }
+  // Tool calls started and not yet answered or dropped.
+  size_t activeCalls() const {
+    std::lock_guard lock(mu_);
+    return active_;
+  }
   // Blocks until every request received so far has been answered or dropped. When `give_up`
   // (checked every 100 ms) turns true, what is still running is cancelled.
   void drain(const std::function<bool()>& give_up = nullptr);

@@ -331,6 +331,10 @@ class HttpLimits(unittest.TestCase):
             status, h, _ = server.request("POST", body=INIT)
             self.assertEqual(status, 429)
             self.assertIn("retry-after", h)
+            # A call longer than the idle time keeps its session.
+            status, _, body = server.call(a, 9, "execute", {"command": "sleep 2.5; echo kept"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["result"]["structuredContent"]["stdout"], "kept\n")
             time.sleep(2.5)  # both sessions go idle and are reaped
             status, _, _ = server.call(a, 2, "ls", {})
             self.assertEqual(status, 404)
