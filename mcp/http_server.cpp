@@ -97,6 +97,9 @@ class SessionTransport : public Transport {
       std::lock_guard lock(mu_);
       if (legacy_) {
         target = standalone_;  // HTTP+SSE: everything travels on the one stream
+      } else if (message.is_array() && batch_) {
+        target = std::move(batch_);  // the answer to the batch in flight
+        last = true;
       } else if (isResponse(message)) {
         if (const json* result = resultOfInitialize(message)) {
           version_ = result->value("protocolVersion", "");
@@ -137,6 +140,12 @@ class SessionTransport : public Transport {
       }
     }
     return exchange;
+  }
+  // Where the answer to the batch now being dispatched will go.
+  std::shared_ptr<Exchange> expectBatch() {
+    std::lock_guard lock(mu_);
+    batch_ = std::make_shared<Exchange>("b");
+    return batch_;
   }
   // The request will not be answered (it was cancelled): its POST ends empty.
   void abandon(const std::string& id) {
@@ -180,6 +189,7 @@ class SessionTransport : public Transport {
       std::lock_guard lock(mu_);
       for (auto& [id, exchange] : pending_) all.push_back(exchange);
       pending_.clear();
+      if (batch_) all.push_back(std::move(batch_));
       all.insert(all.end(), streams_.begin(), streams_.end());
       all.push_back(standalone_);
     }
@@ -191,6 +201,7 @@ class SessionTransport : public Transport {
   std::map<std::string, std::shared_ptr<Exchange>> pending_;  // by request id
   std::vector<std::shared_ptr<Exchange>> streams_;            // for resumption, oldest first
   std::shared_ptr<Exchange> standalone_ = std::make_shared<Exchange>("g");
+  std::shared_ptr<Exchange> batch_;  // the batch in flight, if any
   uint64_t streams_made_ = 0;
   bool legacy_ = false;
   std::string version_;
@@ -202,6 +213,7 @@ struct Session {
   SessionTransport transport;
   std::unique_ptr<Server> server;
   std::mutex frame_mu;  // the dispatcher takes one frame at a time
+  std::mutex batch_mu;  // and one batch at a time
   std::atomic<int> open_requests{0};
   std::atomic<int64_t> last_used{0};  // Clock ticks
 
@@ -572,6 +584,10 @@ struct HttpServer::Impl {
       jsonError(res, 400, rpc::kParseError, "parse error: the body is not JSON");
       return;
     }
+    if (message.is_array()) {
+      postBatch(req, message, res);
+      return;
+    }
     if (!message.is_object() || message.value("jsonrpc", "") != "2.0" ||
         !(message.contains("method") || isResponse(message))) {
       jsonError(res, 400, rpc::kInvalidRequest, "the body must be one JSON-RPC 2.0 message");
@@ -592,6 +608,38 @@ struct HttpServer::Impl {
       if (!session) return;
     }
     post(session, message, req.body, res);
+  }
+
+  // A JSON-RPC batch, which only revision 2025-03-26 has: the dispatcher answers it with one
+  // array, which is this POST's JSON answer (202 when it held no request).
+  void postBatch(const httplib::Request& req, const json& batch, httplib::Response& res) {
+    auto session = sessionOf(req, res);
+    if (!session) return;
+    if (session->transport.version() != "2025-03-26") {
+      jsonError(res, 400, rpc::kInvalidRequest,
+                "batches exist only at protocol version 2025-03-26");
+      return;
+    }
+    const bool has_request = std::any_of(batch.begin(), batch.end(), [](const json& m) {
+      return m.is_object() && m.contains("method") && m.contains("id");
+    });
+    std::lock_guard batch_lock(session->batch_mu);  // one batch in flight per session
+    std::shared_ptr<Exchange> exchange = has_request ? session->transport.expectBatch() : nullptr;
+    {
+      std::lock_guard lock(session->frame_mu);
+      session->server->onFrame(req.body);
+    }
+    if (!exchange) {
+      res.status = 202;
+      return;
+    }
+    std::unique_lock lock(exchange->mu);
+    exchange->cv.wait(lock, [&] { return exchange->done; });
+    if (exchange->events.empty()) {
+      res.status = 204;
+      return;
+    }
+    res.set_content(exchange->events.back().dump(), "application/json");
   }
 
   // GET /mcp: the session's stream for messages that belong to no request, from now on; or,

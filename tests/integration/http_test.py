@@ -138,6 +138,28 @@ class HttpTransport(unittest.TestCase):
         _, _, body = self.server.call(a, 8, "run_python", {"code": "x", "session": "s"})
         self.assertEqual(json.loads(body)["result"]["structuredContent"]["result"], repr(a))
 
+    def test_batches_only_at_2025_03_26(self):
+        init = json.loads(json.dumps(INIT))
+        init["params"]["protocolVersion"] = "2025-03-26"
+        _, h, _ = self.server.request("POST", body=init)
+        old = h["mcp-session-id"]
+        batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "read_file", "arguments": {"path": "hello.txt"}}}]
+        status, h, body = self.server.request("POST", body=batch,
+                                              headers={"Mcp-Session-Id": old})
+        self.assertEqual(status, 200, body)
+        answers = sorted(json.loads(body), key=lambda m: m["id"])
+        self.assertEqual([a["id"] for a in answers], [1, 2])
+        self.assertIn("hello over http", answers[1]["result"]["content"][0]["text"])
+        status, _, _ = self.server.request("POST", body=batch[1:2],
+                                           headers={"Mcp-Session-Id": old})
+        self.assertEqual(status, 202)  # nothing in it to answer
+        status, _, _ = self.server.request("POST", body=batch,
+                                           headers={"Mcp-Session-Id": self.server.initialize()})
+        self.assertEqual(status, 400)  # 2025-06-18 has no batches
+
     def test_notifications_get_202(self):
         sid = self.server.initialize()
         status, _, body = self.server.request(
