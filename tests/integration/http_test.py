@@ -156,6 +156,20 @@ class HttpTransport(unittest.TestCase):
         status, _, _ = self.server.request("POST", body=batch[1:2],
                                            headers={"Mcp-Session-Id": old})
         self.assertEqual(status, 202)  # nothing in it to answer
+        # A batch whose only request is cancelled ends without an answer.
+        result = {}
+        sleeper = [{"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "execute", "arguments": {"command": "sleep 3232"}}}]
+        t = threading.Thread(target=lambda: result.setdefault(
+            "answer", self.server.request("POST", body=sleeper, headers={"Mcp-Session-Id": old})))
+        t.start()
+        time.sleep(0.5)
+        self.server.request("POST", body={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                          "params": {"requestId": 3}},
+                            headers={"Mcp-Session-Id": old})
+        t.join(10)
+        self.assertFalse(t.is_alive(), "the cancelled batch's POST did not end")
+        self.assertEqual(result["answer"][0], 204)
         status, _, _ = self.server.request("POST", body=batch,
                                            headers={"Mcp-Session-Id": self.server.initialize()})
         self.assertEqual(status, 400)  # 2025-06-18 has no batches
