@@ -35,16 +35,28 @@ class Session:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.sid = None
         self.next_id = 1
+        self.reconnects = 0
 
     def post(self, message):
         headers = {"Host": f"127.0.0.1:{self.port}", "Content-Type": "application/json",
                    "Accept": ACCEPT}
         if self.sid:
             headers.update({"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": "2025-06-18"})
-        self.conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
-        resp = self.conn.getresponse()
-        body = resp.read()
-        return resp.status, resp.getheader("Mcp-Session-Id"), body
+        body = json.dumps(message).encode()
+        try:
+            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            resp = self.conn.getresponse()
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            # The server closed this kept-alive connection (idle for its keep-alive time: a
+            # starved client thread on a loaded machine) before reading the request; as any
+            # HTTP client does, open a new one and send it again.
+            self.reconnects += 1
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            resp = self.conn.getresponse()
+        data = resp.read()
+        return resp.status, resp.getheader("Mcp-Session-Id"), data
 
     def request(self, method, params):
         rid = self.next_id
