@@ -13,219 +13,22 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/http_session.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
-#include "mcp/request_scope.h"
 
 namespace byd::mcp {
 namespace {
 
+using http::Exchange;
+using http::isResponse;
+using http::Session;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr auto kKeepAlive = std::chrono::seconds(15);
-
-// The messages of one SSE stream (a POST's, or the session's GET stream), in order, kept so
-// that a client whose connection dropped can resume with Last-Event-ID: event N of stream S
-// has the id "S:N". A POST's stream ends with its response; it may also be abandoned (the
-// request was cancelled) or ended with the session.
-struct Exchange {
-  static constexpr size_t kKept = 4096;  // events kept for resumption, per stream
-
-  explicit Exchange(std::string stream_id) : id(std::move(stream_id)) {}
-  const std::string id;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<json> events;
-  size_t first = 0;  // the number of events.front()
-  bool done = false;
-  bool reading = false;  // a connection is streaming it
-
-  size_t end() const { return first + events.size(); }
-  void push(json message, bool last) {
-    {
-      std::lock_guard lock(mu);
-      if (done) return;
-      events.push_back(std::move(message));
-      if (events.size() > kKept) {
-        events.pop_front();
-        ++first;
-      }
-      done = last;
-    }
-    cv.notify_all();
-  }
-  void finish() {
-    {
-      std::lock_guard lock(mu);
-      done = true;
-    }
-    cv.notify_all();
-  }
-};
-
-bool isResponse(const json& m) {
-  return m.is_object() && m.contains("id") && (m.contains("result") || m.contains("error")) &&
-         !m.contains("method");
-}
-
-// The result of a successful initialize, or null.
-const json* resultOfInitialize(const json& m) {
-  auto it = m.find("result");
-  if (it == m.end() || !it->is_object() || !it->contains("protocolVersion") ||
-      !it->contains("serverInfo")) {
-    return nullptr;
-  }
-  return &*it;
-}
-
-// Routes what a session's dispatcher sends: a response to the POST that asked, a call's own
-// notifications and questions to that call's POST, everything else to the GET stream.
-class SessionTransport : public Transport {
- public:
-  static constexpr size_t kStreamsKept = 64;  // finished streams kept for resumption
-
-  Status run(MessageHandler&) override { return okStatus(); }
-  void stop() override {}
-
-  void send(const json& message) override {
-    std::shared_ptr<Exchange> target;
-    bool last = false;
-    {
-      std::lock_guard lock(mu_);
-      if (legacy_) {
-        target = standalone_;  // HTTP+SSE: everything travels on the one stream
-      } else if (message.is_array() && batch_) {
-        target = std::move(batch_);  // the answer to the batch in flight
-        last = true;
-      } else if (isResponse(message)) {
-        if (const json* result = resultOfInitialize(message)) {
-          version_ = result->value("protocolVersion", "");
-        }
-        auto it = pending_.find(message["id"].dump());
-        if (it != pending_.end()) {
-          target = std::move(it->second);
-          pending_.erase(it);
-          last = true;
-        }
-      } else if (const json* id = currentRequest()) {
-        auto it = pending_.find(id->dump());
-        if (it != pending_.end()) target = it->second;
-      }
-      if (!target && !last) target = standalone_;
-    }
-    if (target) target->push(message, last);
-  }
-
-  // Where the answer to request `id` (serialized) will go.
-  std::shared_ptr<Exchange> expect(const std::string& id) {
-    std::lock_guard lock(mu_);
-    auto exchange = std::make_shared<Exchange>("s" + std::to_string(++streams_made_));
-    pending_[id] = exchange;
-    streams_.push_back(exchange);
-    // Forget the oldest finished streams beyond the last few.
-    auto finished = [](const std::shared_ptr<Exchange>& e) {
-      std::lock_guard ex_lock(e->mu);
-      return e->done && !e->reading;
-    };
-    size_t count = std::count_if(streams_.begin(), streams_.end(), finished);
-    for (auto it = streams_.begin(); it != streams_.end() && count > kStreamsKept;) {
-      if (finished(*it)) {
-        it = streams_.erase(it);
-        --count;
-      } else {
-        ++it;
-      }
-    }
-    return exchange;
-  }
-  // Where the answer to the batch now being dispatched will go.
-  std::shared_ptr<Exchange> expectBatch() {
-    std::lock_guard lock(mu_);
-    batch_ = std::make_shared<Exchange>("b");
-    return batch_;
-  }
-  // The request will not be answered (it was cancelled): its POST ends empty.
-  void abandon(const std::string& id) {
-    std::shared_ptr<Exchange> exchange;
-    {
-      std::lock_guard lock(mu_);
-      auto it = pending_.find(id);
-      if (it == pending_.end()) return;
-      exchange = std::move(it->second);
-      pending_.erase(it);
-    }
-    exchange->finish();
-  }
-  // The stream an event id ("S:N") belongs to, or null.
-  std::shared_ptr<Exchange> streamOf(const std::string& event_id) {
-    const std::string stream = event_id.substr(0, event_id.find(':'));
-    std::lock_guard lock(mu_);
-    if (stream == standalone_->id) return standalone_;
-    for (const auto& exchange : streams_) {
-      if (exchange->id == stream) return exchange;
-    }
-    return nullptr;
-  }
-  std::shared_ptr<Exchange> standalone() {
-    std::lock_guard lock(mu_);
-    return standalone_;
-  }
-  // The protocol version the session's initialize settled on ("" before).
-  std::string version() {
-    std::lock_guard lock(mu_);
-    return version_;
-  }
-  // The 2024-11-05 HTTP+SSE transport: answers go on the GET stream, not to the POSTs.
-  void setLegacy() {
-    std::lock_guard lock(mu_);
-    legacy_ = true;
-  }
-  void endAll() {
-    std::vector<std::shared_ptr<Exchange>> all;
-    {
-      std::lock_guard lock(mu_);
-      for (auto& [id, exchange] : pending_) all.push_back(exchange);
-      pending_.clear();
-      if (batch_) all.push_back(std::move(batch_));
-      all.insert(all.end(), streams_.begin(), streams_.end());
-      all.push_back(standalone_);
-    }
-    for (auto& exchange : all) exchange->finish();
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Exchange>> pending_;  // by request id
-  std::vector<std::shared_ptr<Exchange>> streams_;            // for resumption, oldest first
-  std::shared_ptr<Exchange> standalone_ = std::make_shared<Exchange>("g");
-  std::shared_ptr<Exchange> batch_;  // the batch in flight, if any
-  uint64_t streams_made_ = 0;
-  bool legacy_ = false;
-  std::string version_;
-};
-
-struct Session {
-  std::string id;
-  SessionBackend backend;
-  SessionTransport transport;
-  std::unique_ptr<Server> server;
-  std::mutex frame_mu;  // the dispatcher takes one frame at a time
-  std::mutex batch_mu;  // and one batch at a time
-  std::atomic<int> open_requests{0};
-  std::atomic<int64_t> last_used{0};  // Clock ticks
-
-  void touch() { last_used = Clock::now().time_since_epoch().count(); }
-  // Cancels what runs, wakes every waiting POST and stream, and stops the dispatcher.
-  void end() {
-    server->clientClosed();
-    server->cancelAll();
-    transport.endAll();
-    server->drain([] { return true; });
-  }
-};
 
 std::string randomId() {
   unsigned char bytes[16];
@@ -347,12 +150,7 @@ struct HttpServer::Impl {
       jsonError(res, 400, rpc::kInvalidRequest, "missing Mcp-Session-Id header");
       return nullptr;
     }
-    std::shared_ptr<Session> session;
-    {
-      std::lock_guard lock(mu);
-      auto it = sessions.find(req.get_header_value(kSessionHeader));
-      if (it != sessions.end()) session = it->second;
-    }
+    std::shared_ptr<Session> session = find(req.get_header_value(kSessionHeader));
     if (!session) {
       jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
       return nullptr;
@@ -389,6 +187,13 @@ struct HttpServer::Impl {
     std::lock_guard lock(mu);
     sessions[session->id] = session;
     return session;
+  }
+
+  // The session with this id, or null.
+  std::shared_ptr<Session> find(const std::string& id) const {
+    std::lock_guard lock(mu);
+    auto it = sessions.find(id);
+    return it == sessions.end() ? nullptr : it->second;
   }
 
   void endSession(const std::string& id) {
@@ -526,12 +331,7 @@ struct HttpServer::Impl {
 
   // 2024-11-05: POST /messages?sessionId=... is answered 202; the answer travels on the stream.
   void onLegacyPost(const httplib::Request& req, httplib::Response& res) {
-    std::shared_ptr<Session> session;
-    {
-      std::lock_guard lock(mu);
-      auto it = sessions.find(req.get_param_value("sessionId"));
-      if (it != sessions.end()) session = it->second;
-    }
+    std::shared_ptr<Session> session = find(req.get_param_value("sessionId"));
     if (!session) {
       jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
       return;
@@ -806,13 +606,8 @@ void HttpServer::stop() {
   // server's own stop waits for.
   const auto deadline = Clock::now() + impl_->options.shutdown_grace;
   for (const std::string& id : ids) {
-    std::shared_ptr<Session> session;
-    {
-      std::lock_guard lock(impl_->mu);
-      auto it = impl_->sessions.find(id);
-      if (it != impl_->sessions.end()) session = it->second;
-    }
-    if (session) session->server->drain([&] { return Clock::now() >= deadline; });
+    if (std::shared_ptr<Session> session = impl_->find(id))
+      session->server->drain([&] { return Clock::now() >= deadline; });
   }
   for (const std::string& id : ids) impl_->endSession(id);
   impl_->http.stop();
