@@ -11,11 +11,11 @@
 #include <mutex>
 #include <thread>
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
+#include "common/logging.h"
 #include "config.h"
 #include "mcp/http_server.h"
 #include "mcp/server.h"
@@ -33,14 +33,6 @@ std::atomic<bool> g_signalled{false};
 void onSignal(int) {
   g_signalled = true;
   if (g_transport) g_transport->stop();
-}
-
-void setUpLogging(const std::string& level) {
-  // Logs go to stderr only: stdout carries nothing but protocol messages.
-  auto logger = spdlog::stderr_logger_mt("backyard-mcp");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  logger->set_level(spdlog::level::from_str(level));
-  spdlog::set_default_logger(logger);
 }
 
 struct OpenedBackend {
@@ -135,12 +127,7 @@ byd::mcp::ServerOptions serverOptions(const byd::Config& config, const OpenedBac
 // own sandbox and Python kernels); the one opened at start, which checks the configuration,
 // serves the first session.
 int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
-  // Signals are taken by one thread with sigwait: httplib's stop() is not async-signal-safe.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  byd::mcp::blockStopSignals();
 
   auto first = openBackend(config);
   if (!first.ok()) {
@@ -200,20 +187,13 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
           BYD_VERSION, description.c_str(), host.c_str(), server.port(), toolNames(guard).c_str(),
           guard.ruleset().name().c_str(),
           http.token.empty() ? "" : "; clients must send the bearer token");
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig != 0) g_signalled = true;
-    server.stop();
-  });
-  byd::Status run = server.run();
-  if (!g_signalled) pthread_kill(waiter.native_handle(), SIGTERM);  // run() ended on its own
-  waiter.join();
+  bool signalled = false;
+  byd::Status run = byd::mcp::runUntilStopSignal(server, &signalled);
   if (!run.ok()) {
     spdlog::error("{}", run.message());
     return 1;
   }
-  spdlog::info("stopped by signal; bye");
+  spdlog::info("{}; bye", signalled ? "stopped by signal" : "stopped");
   return 0;
 }
 
@@ -239,7 +219,7 @@ int main(int argc, char** argv) {
     printf("%s\n", rules->json().dump(2).c_str());
     return 0;
   }
-  setUpLogging(config.log_level);
+  byd::setUpLogging("backyard-mcp", config.log_level);
   const auto fallback = config.ask_fallback == "allow" ? byd::permissions::AskFallback::kAllow
                                                        : byd::permissions::AskFallback::kDeny;
   if (fallback == byd::permissions::AskFallback::kAllow) {

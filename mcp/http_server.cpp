@@ -1,5 +1,7 @@
 #include "mcp/http_server.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -234,8 +237,9 @@ struct HttpServer::Impl {
   void respond(const std::shared_ptr<Session>& session, const std::shared_ptr<Exchange>& exchange,
                httplib::Response& res) {
     std::unique_lock lock(exchange->mu);
-    exchange->cv.wait(lock, [&] { return !exchange->events.empty() || exchange->done; });
-    if (exchange->events.empty()) {  // cancelled: no answer comes
+    exchange->cv.wait(lock,
+                      [&] { return !exchange->events.empty() || exchange->done || exchange->cut; });
+    if (exchange->events.empty() && exchange->done) {  // cancelled: no answer comes
       res.status = 204;
       return;
     }
@@ -272,15 +276,17 @@ struct HttpServer::Impl {
             if (!ok) return false;
           }
           std::unique_lock lock(exchange->mu);
-          exchange->cv.wait_for(lock, kKeepAlive,
-                                [&] { return exchange->end() > *cursor || exchange->done; });
+          exchange->cv.wait_for(lock, kKeepAlive, [&] {
+            return exchange->end() > *cursor || exchange->done || exchange->cut;
+          });
           std::string out;
           *cursor = std::max(*cursor, exchange->first);  // what fell out of the log is gone
           for (; *cursor < exchange->end(); ++*cursor) {
             out += "id: " + exchange->id + ":" + std::to_string(*cursor + 1) + "\n" +
                    sseEvent(exchange->events[*cursor - exchange->first]);
           }
-          const bool finished = exchange->done;
+          // Ends with the answer, the session, or when the call asked to end the connection.
+          const bool finished = exchange->done || std::exchange(exchange->cut, false);
           lock.unlock();
           if (out.empty() && !finished) out = ": keep-alive\n\n";
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
@@ -616,6 +622,38 @@ void HttpServer::stop() {
 size_t HttpServer::sessionCount() const {
   std::lock_guard lock(impl_->mu);
   return impl_->sessions.size();
+}
+
+namespace {
+sigset_t stopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+}  // namespace
+
+void blockStopSignals() {
+  const sigset_t set = stopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Status runUntilStopSignal(HttpServer& server, bool* signalled) {
+  std::atomic<bool> by_signal = false;
+  std::thread waiter([&] {
+    const sigset_t set = stopSignals();
+    int sig = 0;
+    sigwait(&set, &sig);
+    by_signal = sig != 0;
+    server.stop();
+  });
+  Status run = server.run();
+  // run() ended on its own: wake the waiter with a signal only it is waiting for.
+  if (!by_signal) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (signalled != nullptr) *signalled = by_signal;
+  return run;
 }
 
 }  // namespace byd::mcp

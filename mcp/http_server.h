@@ -69,4 +69,11 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// SIGTERM and SIGINT stop an HTTP server from one waiting thread (httplib's stop() is not
+// async-signal-safe). blockStopSignals() must run before any thread starts, so that every
+// thread inherits the mask; runUntilStopSignal() then serves until a signal or until run()
+// ends on its own, and says whether a signal stopped it.
+void blockStopSignals();
+Status runUntilStopSignal(HttpServer& server, bool* signalled);
+
 }  // namespace byd::mcp

@@ -40,6 +40,7 @@ struct Exchange {
   size_t first = 0;  // the number of events.front()
   bool done = false;
   bool reading = false;  // a connection is streaming it
+  bool cut = false;      // the connection streaming it should end now (SSE polling)
 
   size_t end() const { return first + events.size(); }
   void push(json message, bool last) {
@@ -117,6 +118,25 @@ class SessionTransport : public Transport {
       if (!target && !last) target = standalone_;
     }
     if (target) target->push(message, last);
+  }
+
+  // SSE polling (2025-11-25): the connection carrying request `id`'s stream ends after what it
+  // has sent; the client resumes with Last-Event-ID from the priming event on.
+  bool closeStream(const std::string& id) override {
+    std::shared_ptr<Exchange> exchange;
+    {
+      std::lock_guard lock(mu_);
+      if (legacy_ || !atLeast(version_, "2025-11-25")) return false;
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return false;
+      exchange = it->second;
+    }
+    {
+      std::lock_guard lock(exchange->mu);
+      exchange->cut = true;
+    }
+    exchange->cv.notify_all();
+    return true;
   }
 
   // Where the answer to request `id` (serialized) will go.

@@ -92,8 +92,9 @@ json makeNotification(std::string_view method, json params) {
 
 json errorFromStatus(const json& id, const Status& status) {
   switch (status.code()) {
+    case Code::kNotFound:  // only resources/read reports this at the protocol level
+      return makeError(id, rpc::kResourceNotFound, status.message());
     case Code::kInvalidArgument:
-    case Code::kNotFound:
     case Code::kOutOfRange:
       return makeError(id, rpc::kInvalidParams, status.message());
     case Code::kUnimplemented:

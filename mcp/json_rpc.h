@@ -20,6 +20,7 @@ constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
 constexpr int kInternalError = -32603;
+constexpr int kResourceNotFound = -32002;  // MCP: resources/read of an unknown URI
 }  // namespace rpc
 
 enum class Kind { kRequest, kNotification, kResponse, kInvalid };

@@ -21,6 +21,17 @@ Status optionalString(const json& obj, std::string_view key, std::string* out) {
   return okStatus();
 }
 
+// Reads a required string member; `prefix` names the enclosing object in the message.
+Result<std::string> requiredString(const json& obj, std::string_view key,
+                                   std::string_view prefix = "") {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) {
+    return invalidArgument(std::string(prefix) + std::string(key) +
+                           " is required and must be a string");
+  }
+  return it->get<std::string>();
+}
+
 }  // namespace
 
 std::string negotiateVersion(std::string_view requested) {
@@ -31,24 +42,22 @@ std::string negotiateVersion(std::string_view requested) {
 Result<InitializeParams> parseInitialize(const json& params) {
   BYD_RETURN_IF_ERROR(requireObject(params, false));
   InitializeParams p;
-  auto version = params.find("protocolVersion");
-  if (version == params.end() || !version->is_string()) {
-    return invalidArgument("protocolVersion is required and must be a string");
-  }
-  p.protocol_version = version->get<std::string>();
+  BYD_ASSIGN_OR_RETURN(p.protocol_version, requiredString(params, "protocolVersion"));
   if (auto info = params.find("clientInfo"); info != params.end()) {
     BYD_RETURN_IF_ERROR(optionalString(*info, "name", &p.client_name));
     BYD_RETURN_IF_ERROR(optionalString(*info, "version", &p.client_version));
   }
   if (auto caps = params.find("capabilities"); caps != params.end() && caps->is_object()) {
     p.elicitation = caps->contains("elicitation");
+    p.sampling = caps->contains("sampling");
+    p.roots = caps->contains("roots");
   }
   return p;
 }
 
-Result<ListToolsParams> parseListTools(const json& params) {
+Result<ListParams> parseList(const json& params) {
   BYD_RETURN_IF_ERROR(requireObject(params, true));
-  ListToolsParams p;
+  ListParams p;
   std::string cursor;
   BYD_RETURN_IF_ERROR(optionalString(params, "cursor", &cursor));
   if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
@@ -60,11 +69,7 @@ Result<ListToolsParams> parseListTools(const json& params) {
 Result<CallToolParams> parseCallTool(const json& params) {
   BYD_RETURN_IF_ERROR(requireObject(params, false));
   CallToolParams p;
-  auto name = params.find("name");
-  if (name == params.end() || !name->is_string()) {
-    return invalidArgument("name is required and must be a string");
-  }
-  p.name = name->get<std::string>();
+  BYD_ASSIGN_OR_RETURN(p.name, requiredString(params, "name"));
   if (auto args = params.find("arguments"); args != params.end() && !args->is_null()) {
     if (!args->is_object()) return invalidArgument("arguments must be an object");
     p.arguments = *args;
@@ -80,11 +85,7 @@ Result<CallToolParams> parseCallTool(const json& params) {
 
 Result<SetLevelParams> parseSetLevel(const json& params) {
   BYD_RETURN_IF_ERROR(requireObject(params, false));
-  auto level = params.find("level");
-  if (level == params.end() || !level->is_string()) {
-    return invalidArgument("level is required and must be a string");
-  }
-  const std::string name = level->get<std::string>();
+  BYD_ASSIGN_OR_RETURN(const std::string name, requiredString(params, "level"));
   auto it = std::find(kLogLevels.begin(), kLogLevels.end(), name);
   if (it == kLogLevels.end()) {
     return invalidArgument("unknown level '" + name +
@@ -101,6 +102,54 @@ Result<CancelledParams> parseCancelled(const json& params) {
     return invalidArgument("requestId is required");
   }
   return CancelledParams{*id};
+}
+
+Result<UriParams> parseUri(const json& params) {
+  BYD_RETURN_IF_ERROR(requireObject(params, false));
+  BYD_ASSIGN_OR_RETURN(std::string uri, requiredString(params, "uri"));
+  return UriParams{std::move(uri)};
+}
+
+Result<GetPromptParams> parseGetPrompt(const json& params) {
+  BYD_RETURN_IF_ERROR(requireObject(params, false));
+  GetPromptParams p;
+  BYD_ASSIGN_OR_RETURN(p.name, requiredString(params, "name"));
+  if (auto args = params.find("arguments"); args != params.end() && !args->is_null()) {
+    if (!args->is_object()) return invalidArgument("arguments must be an object");
+    for (const auto& [key, value] : args->items()) {
+      if (!value.is_string()) return invalidArgument("arguments." + key + " must be a string");
+      p.arguments[key] = value.get<std::string>();
+    }
+  }
+  return p;
+}
+
+Result<CompleteParams> parseComplete(const json& params) {
+  BYD_RETURN_IF_ERROR(requireObject(params, false));
+  CompleteParams p;
+  auto ref = params.find("ref");
+  if (ref == params.end() || !ref->is_object()) {
+    return invalidArgument("ref is required and must be an object");
+  }
+  BYD_ASSIGN_OR_RETURN(std::string type, requiredString(*ref, "type", "ref."));
+  if (type == "ref/prompt") {
+    BYD_RETURN_IF_ERROR(requiredString(*ref, "name", "ref.").status());
+  } else if (type == "ref/resource") {
+    BYD_RETURN_IF_ERROR(requiredString(*ref, "uri", "ref.").status());
+  } else {
+    return invalidArgument("ref.type must be ref/prompt or ref/resource, got '" + type + "'");
+  }
+  p.ref = *ref;
+  auto argument = params.find("argument");
+  if (argument == params.end() || !argument->is_object()) {
+    return invalidArgument("argument is required and must be an object");
+  }
+  BYD_ASSIGN_OR_RETURN(p.argument, requiredString(*argument, "name", "argument."));
+  BYD_ASSIGN_OR_RETURN(p.value, requiredString(*argument, "value", "argument."));
+  if (auto context = params.find("context"); context != params.end() && context->is_object()) {
+    p.context = *context;
+  }
+  return p;
 }
 
 }  // namespace byd::mcp

@@ -4,6 +4,7 @@
 // Pure data and functions; safe from any thread.
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,11 +30,32 @@ struct InitializeParams {
   std::string protocol_version;
   std::string client_name;
   std::string client_version;
+  // The client's capabilities: which requests it can answer.
   bool elicitation = false;
+  bool sampling = false;
+  bool roots = false;
 };
 
-struct ListToolsParams {
+// tools/list, resources/list, resources/templates/list, prompts/list.
+struct ListParams {
   std::optional<std::string> cursor;
+};
+
+// resources/read, resources/subscribe, resources/unsubscribe.
+struct UriParams {
+  std::string uri;
+};
+
+struct GetPromptParams {
+  std::string name;
+  std::map<std::string, std::string> arguments;
+};
+
+struct CompleteParams {
+  json ref;  // {"type": "ref/prompt", "name": ...} or {"type": "ref/resource", "uri": ...}
+  std::string argument;
+  std::string value;
+  json context = json::object();  // {"arguments": {...}} already filled in, from 2025-06-18
 };
 
 struct CallToolParams {
@@ -55,9 +77,12 @@ inline constexpr std::array<std::string_view, 8> kLogLevels = {
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
 Result<InitializeParams> parseInitialize(const json& params);
-Result<ListToolsParams> parseListTools(const json& params);
+Result<ListParams> parseList(const json& params);
 Result<CallToolParams> parseCallTool(const json& params);
 Result<SetLevelParams> parseSetLevel(const json& params);
 Result<CancelledParams> parseCancelled(const json& params);
+Result<UriParams> parseUri(const json& params);
+Result<GetPromptParams> parseGetPrompt(const json& params);
+Result<CompleteParams> parseComplete(const json& params);
 
 }  // namespace byd::mcp

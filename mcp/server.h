@@ -1,8 +1,10 @@
 #pragma once
 // The MCP dispatcher for one session: lifecycle and version negotiation, the method table,
-// tools/list and tools/call, logging and cancellation. Frames arrive from one transport thread;
-// tools/call runs on a worker pool so a slow call never delays ping or another call. Every
-// request is answered exactly once, except one the client cancelled, which gets no answer.
+// tools/list and tools/call, logging and cancellation, and whatever the Catalog adds: its own
+// tools, resources (list, read, templates, subscriptions), prompts and completion. Frames arrive
+// from one transport thread; tools/call runs on a worker pool so a slow call never delays ping or
+// another call. Every request is answered exactly once, except one the client cancelled, which gets
+// no answer.
 
 #include <atomic>
 #include <condition_variable>
@@ -11,10 +13,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "backends/backend.h"
 #include "common/worker_pool.h"
+#include "mcp/catalog.h"
 #include "mcp/client_requests.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
@@ -34,6 +38,8 @@ struct ServerOptions {
   size_t workers = 4;     // threads running tools/call
   // How long an "ask" waits for the user's answer through elicitation.
   std::chrono::milliseconds ask_timeout = std::chrono::seconds(120);
+  // Tools, resources and prompts beyond the console tools; null: the console tools alone.
+  std::shared_ptr<const Catalog> catalog;
 };
 
 class Server : public MessageHandler {
@@ -59,9 +65,12 @@ class Server : public MessageHandler {
   // Blocks until every request received so far has been answered or dropped. When `give_up`
   // (checked every 100 ms) turns true, what is still running is cancelled.
   void drain(const std::function<bool()>& give_up = nullptr);
+  // notifications/resources/updated for `uri`, when the client subscribed to it.
+  void resourceUpdated(const std::string& uri);
 
  private:
   struct Batch;
+  class CallPeer;
   // Where one message's answer goes: straight to the transport, or into a batch.
   using Sink = std::shared_ptr<Batch>;
   using Handler = std::function<Result<json>(const json& params)>;
@@ -84,12 +93,28 @@ class Server : public MessageHandler {
 
   Result<json> onInitialize(const InitializeParams& p);
   Result<json> onPing(const json& p);
-  Result<json> onListTools(const ListToolsParams& p);
+  Result<json> onListTools(const ListParams& p);
   Result<json> onSetLevel(const SetLevelParams& p);
+  Result<json> onListResources(const ListParams& p);
+  Result<json> onListResourceTemplates(const ListParams& p);
+  Result<json> onReadResource(const UriParams& p);
+  Result<json> onSubscribe(const UriParams& p);
+  Result<json> onUnsubscribe(const UriParams& p);
+  Result<json> onListPrompts(const ListParams& p);
+  Result<json> onGetPrompt(const GetPromptParams& p);
+  Result<json> onComplete(const CompleteParams& p);
   Result<json> runToolCall(const CallToolParams& p, const CancelToken& token);
+  Result<json> runCatalogTool(const CatalogTool& tool, const CallToolParams& p,
+                              const CancelToken& token);
   bool toolVisible(const Tool& tool) const;
+  json capabilities() const;
+  const CatalogTool* findCatalogTool(std::string_view name) const;
+  // True when `uri` names a resource or matches a template of the catalog.
+  bool knownResource(const std::string& uri) const;
+  std::function<void(double, std::optional<double>, std::string)> progressReporter(
+      const json& progress_token);
 
-  void logToClient(int level, const json& data);
+  void logToClient(int level, const json& data, const std::string& logger = "");
   std::string protocolVersion() const;
 
   Transport& transport_;
@@ -103,7 +128,8 @@ class Server : public MessageHandler {
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::string protocol_version_;                  // empty until initialize
-  bool client_elicitation_ = false;               // the client declared the capability
+  InitializeParams client_;                       // what the client declared at initialize
+  std::set<std::string> subscriptions_;           // resource URIs
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel

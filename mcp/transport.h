@@ -4,6 +4,7 @@
 // called from any thread at any time, including from inside a handler.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ class Transport {
   virtual void send(const nlohmann::json& message) = 0;
   // Makes run() return soon. Async-signal-safe.
   virtual void stop() = 0;
+  // Ends the connection that would carry the answer to request `id` (serialized), leaving the
+  // stream resumable: the client reconnects with Last-Event-ID and receives the rest. False
+  // where streams are not resumable (stdio, older revisions); then nothing happens.
+  virtual bool closeStream(const std::string& /*id*/) { return false; }
 };
 
 }  // namespace byd::mcp

