@@ -2,6 +2,13 @@
 
 namespace byd::mcp {
 
+Result<json> Peer::ask(std::string_view method, json params, std::string key) {
+  if (key.empty()) key = "input-" + std::to_string(++asked_);
+  BYD_ASSIGN_OR_RETURN(json answers,
+                       askAll({{key, {{"method", method}, {"params", std::move(params)}}}}));
+  return answers[key];
+}
+
 std::optional<std::map<std::string, std::string>> matchUriTemplate(std::string_view uri_template,
                                                                    std::string_view uri) {
   std::map<std::string, std::string> vars;

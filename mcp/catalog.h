@@ -25,7 +25,7 @@ namespace byd::mcp {
 
 using nlohmann::json;
 
-// The client of one session, as one tool call sees it. Valid for the duration of the call.
+// The client, as one tool call or prompt request sees it. Valid for the duration of the call.
 class Peer {
  public:
   virtual ~Peer() = default;
@@ -35,14 +35,28 @@ class Peer {
   // notifications/message at `level` ("debug" ... "emergency"), when the client's level lets
   // it through.
   virtual void log(std::string_view level, const json& data) = 0;
-  // A request to the client; its result, or FailedPrecondition when the client did not
-  // declare the capability the method needs, answered with an error or has gone.
-  virtual Result<json> ask(std::string_view method, json params) = 0;
+  // Questions to the client, {key: {"method": ..., "params": ...}} with the methods
+  // sampling/createMessage, elicitation/create and roots/list; the answers as {key: result}.
+  // In a session they are sent as requests, one after another. A stateless request (2026-07-28)
+  // cannot send requests: the call ends with an InputRequiredResult carrying the questions not
+  // yet answered, and runs again when the client retries with the answers (so a handler must
+  // do nothing before its questions that it cannot do twice). Fails when the client did not
+  // declare the capability a method needs; then return that failure.
+  virtual Result<json> askAll(const json& questions) = 0;
+  // One question; `key` names it in an InputRequiredResult (default: its order in the call).
+  Result<json> ask(std::string_view method, json params, std::string key = "");
+  // Whether the client declared `capability` ("sampling", "elicitation", "roots").
+  virtual bool clientSupports(std::string_view capability) const = 0;
+  // Tells listening clients that the server's "tools", "prompts" or "resources" changed.
+  virtual void listChanged(std::string_view list) = 0;
   // Ends the HTTP stream that will carry this call's answer; the client reconnects with
   // Last-Event-ID and gets the rest. False on transports (and revisions) without resumable
   // streams, where nothing happens.
   virtual bool closeStream() = 0;
   virtual const CancelToken& cancel() const = 0;
+
+ private:
+  int asked_ = 0;
 };
 
 struct CatalogTool {
@@ -70,8 +84,9 @@ struct ResourceTemplate {
 
 struct Prompt {
   json definition;  // name, description, arguments [{name, description, required}]
-  // The GetPromptResult ({"messages": [...]}); required arguments are checked before.
-  std::function<Result<json>(const std::map<std::string, std::string>& arguments)> get;
+  // The GetPromptResult ({"messages": [...]}); required arguments are checked before. The
+  // peer can ask the client questions, as a tool's can.
+  std::function<Result<json>(const std::map<std::string, std::string>& arguments, Peer& peer)> get;
 };
 
 // Candidate values for one argument of a prompt or resource template ("ref/prompt" with a
@@ -81,6 +96,7 @@ using Completer = std::function<Result<std::vector<std::string>>(
 
 struct Catalog {
   bool console_tools = true;  // ls, read_file, ... from the backend
+  bool lists_change = false;  // its lists may change: clients can listen for list_changed
   std::vector<CatalogTool> tools;
   std::vector<Resource> resources;
   std::vector<ResourceTemplate> templates;

@@ -19,6 +19,7 @@
 #include "mcp/http_session.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
+#include "mcp/stateless.h"
 
 namespace byd::mcp {
 namespace {
@@ -97,6 +98,11 @@ struct HttpServer::Impl {
 
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Session>> sessions;
+  // Requests of the stateless revision share one dispatcher and backend, made when the first
+  // arrives; it is no session (no id, never reaped) and ends with the server.
+  std::shared_ptr<Session> stateless;
+  std::mutex stateless_mu;  // one thread makes it
+  std::atomic<uint64_t> stateless_ids{0};
   std::condition_variable reaper_cv;
   bool stopping = false;
   std::thread reaper;
@@ -199,6 +205,15 @@ struct HttpServer::Impl {
     return it == sessions.end() ? nullptr : it->second;
   }
 
+  void endStateless() {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu);
+      session = std::move(stateless);
+    }
+    if (session) session->end();
+  }
+
   void endSession(const std::string& id) {
     std::shared_ptr<Session> session;
     {
@@ -260,7 +275,7 @@ struct HttpServer::Impl {
                     std::string preamble = "", bool legacy = false) {
     ++session->open_requests;
     res.set_header("Cache-Control", "no-cache");
-    if (!legacy && atLeast(session->transport.version(), "2025-11-25")) {
+    if (!legacy && exchange->resumable && atLeast(session->transport.version(), "2025-11-25")) {
       // 2025-11-25: a priming event (an id, no data) lets the client resume from the start,
       // and `retry` says how soon to reconnect.
       preamble += "id: " + exchange->id + ":" + std::to_string(from) + "\nretry: 1000\ndata: \n\n";
@@ -282,8 +297,10 @@ struct HttpServer::Impl {
           std::string out;
           *cursor = std::max(*cursor, exchange->first);  // what fell out of the log is gone
           for (; *cursor < exchange->end(); ++*cursor) {
-            out += "id: " + exchange->id + ":" + std::to_string(*cursor + 1) + "\n" +
-                   sseEvent(exchange->events[*cursor - exchange->first]);
+            if (exchange->resumable) {
+              out += "id: " + exchange->id + ":" + std::to_string(*cursor + 1) + "\n";
+            }
+            out += sseEvent(exchange->events[*cursor - exchange->first]);
           }
           // Ends with the answer, the session, or when the call asked to end the connection.
           const bool finished = exchange->done || std::exchange(exchange->cut, false);
@@ -294,13 +311,17 @@ struct HttpServer::Impl {
           return true;
         },
         [this, session, exchange, legacy](bool) {
+          bool unanswered;
           {
             std::lock_guard lock(exchange->mu);
             exchange->reading = false;
+            unanswered = !exchange->done;
           }
           --session->open_requests;
           session->touch();
           if (legacy) endSession(session->id);
+          // A stateless request whose client closed its stream is cancelled (2026-07-28).
+          if (unanswered && !exchange->resumable) cancelStateless(session, exchange);
         });
   }
 
@@ -399,6 +420,10 @@ struct HttpServer::Impl {
       jsonError(res, 400, rpc::kInvalidRequest, "the body must be one JSON-RPC 2.0 message");
       return;
     }
+    if (!req.has_header(kSessionHeader) && isStateless(req, message)) {
+      postStateless(req, message, res);
+      return;
+    }
     std::shared_ptr<Session> session;
     if (message.value("method", "") == "initialize") {
       auto made = newSession();
@@ -414,6 +439,144 @@ struct HttpServer::Impl {
       if (!session) return;
     }
     post(session, message, req.body, res);
+  }
+
+  // The stateless revision (2026-07-28) is spoken by requests outside sessions that carry
+  // its _meta, name a version of no session-era revision, or ask for server/discover.
+  static bool isStateless(const httplib::Request& req, const json& message) {
+    if (stateless::hasModernMeta(message.value("params", json()))) return true;
+    if (message.value("method", "") == "server/discover") return true;
+    if (!req.has_header(kVersionHeader)) return false;
+    const std::string version = req.get_header_value(kVersionHeader);
+    return std::find(kProtocolVersions.begin(), kProtocolVersions.end(), version) ==
+           kProtocolVersions.end();
+  }
+
+  Result<std::shared_ptr<Session>> statelessSession() {
+    std::lock_guard lock(stateless_mu);
+    {
+      std::lock_guard state_lock(mu);
+      if (stateless) return stateless;
+    }
+    BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
+    auto session = std::make_shared<Session>();
+    session->backend = std::move(backend);
+    ServerOptions options = server_options;
+    options.stateless_only = true;
+    if (!session->backend.instructions.empty())
+      options.instructions = session->backend.instructions;
+    session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
+                                               limits, options, guard);
+    std::lock_guard state_lock(mu);
+    stateless = session;
+    return session;
+  }
+
+  static int statusForError(int code) {
+    switch (code) {
+      case rpc::kMethodNotFound:
+        return 404;
+      case rpc::kInternalError:
+        return 500;
+      case stateless::kHeaderMismatch:
+      case stateless::kMissingCapability:
+      case stateless::kUnsupportedVersion:
+      case rpc::kInvalidParams:
+      case rpc::kInvalidRequest:
+      case rpc::kParseError:
+        return 400;
+      default:
+        return 200;
+    }
+  }
+
+  // A request of the stateless revision: its headers are checked against its body, then it
+  // goes to the shared dispatcher under an id of the server's own.
+  void postStateless(const httplib::Request& req, const json& message, httplib::Response& res) {
+    const bool request = message.contains("method") && message.contains("id");
+    if (!request) {  // the revision defines no client notifications over HTTP
+      res.status = 202;
+      return;
+    }
+    const json& id = message["id"];
+    auto mismatch = [&](const std::string& why) {
+      res.status = 400;
+      res.set_content(makeError(id, stateless::kHeaderMismatch, "header mismatch: " + why).dump(),
+                      "application/json");
+    };
+    if (!req.has_header(kVersionHeader)) {
+      mismatch("the MCP-Protocol-Version header is required");
+      return;
+    }
+    const json params = message.value("params", json::object());
+    const std::string header_version = req.get_header_value(kVersionHeader);
+    if (params.is_object() && params.contains("_meta") && params["_meta"].is_object()) {
+      auto body = params["_meta"].find(stateless::kMetaVersion);
+      if (body != params["_meta"].end() && body->is_string() && *body != header_version) {
+        mismatch("MCP-Protocol-Version " + header_version + " differs from _meta's " +
+                 body->get<std::string>());
+        return;
+      }
+    }
+    auto session = statelessSession();
+    if (!session.ok()) {
+      failedSession(session.status(), res);
+      return;
+    }
+    json header_params = json::object();
+    if (message.value("method", "") == "tools/call" && params.is_object()) {
+      if (const json* tool = (*session)->server->catalogToolDefinition(params.value("name", ""))) {
+        header_params = stateless::headerParams(tool->value("inputSchema", json::object()));
+      }
+    }
+    const Status headers = stateless::checkHeaders(
+        message,
+        [&req](std::string_view name) -> std::optional<std::string> {
+          const std::string key(name);
+          if (!req.has_header(key)) return std::nullopt;
+          return req.get_header_value(key);
+        },
+        header_params);
+    if (!headers.ok()) {
+      mismatch(headers.message());
+      return;
+    }
+    const json our_id = "h" + std::to_string(++stateless_ids);
+    json rewritten = message;
+    rewritten["id"] = our_id;
+    auto exchange = (*session)->transport.expectStateless(our_id, id);
+    {
+      std::lock_guard lock((*session)->frame_mu);
+      (*session)->server->onFrame(rewritten.dump());
+    }
+    std::unique_lock lock(exchange->mu);
+    exchange->cv.wait(lock, [&] { return !exchange->events.empty() || exchange->done; });
+    if (exchange->events.empty()) {  // cancelled: no answer comes
+      res.status = 204;
+      return;
+    }
+    if (exchange->done && exchange->events.size() == 1) {
+      const json& answer = exchange->events.front();
+      if (answer.contains("error")) res.status = statusForError(answer["error"].value("code", 0));
+      res.set_content(answer.dump(), "application/json");
+      return;
+    }
+    exchange->reading = true;
+    lock.unlock();
+    res.set_header("X-Accel-Buffering", "no");
+    streamEvents(*session, exchange, res, 0);
+  }
+
+  // The client of a stateless request closed its stream before the answer: the request is
+  // cancelled (a subscription ends).
+  static void cancelStateless(const std::shared_ptr<Session>& session,
+                              const std::shared_ptr<Exchange>& exchange) {
+    session->transport.abandon(exchange->our_id.dump());
+    const json cancel = {{"jsonrpc", "2.0"},
+                         {"method", "notifications/cancelled"},
+                         {"params", {{"requestId", exchange->our_id}}}};
+    std::lock_guard lock(session->frame_mu);
+    session->server->onFrame(cancel.dump());
   }
 
   // A JSON-RPC batch, which only revision 2025-03-26 has: the dispatcher answers it with one
@@ -596,6 +759,7 @@ Status HttpServer::run() {
   }
   impl_->reaper_cv.notify_all();
   for (const std::string& id : ids) impl_->endSession(id);
+  impl_->endStateless();
   return ok ? okStatus() : internalError("the HTTP server stopped with an error");
 }
 
@@ -611,11 +775,18 @@ void HttpServer::stop() {
   // runs then is cancelled. Then the sessions end, and with them their streams, which the HTTP
   // server's own stop waits for.
   const auto deadline = Clock::now() + impl_->options.shutdown_grace;
+  std::shared_ptr<Session> stateless;
+  {
+    std::lock_guard lock(impl_->mu);
+    stateless = impl_->stateless;
+  }
   for (const std::string& id : ids) {
     if (std::shared_ptr<Session> session = impl_->find(id))
       session->server->drain([&] { return Clock::now() >= deadline; });
   }
+  if (stateless) stateless->server->drain([&] { return Clock::now() >= deadline; });
   for (const std::string& id : ids) impl_->endSession(id);
+  impl_->endStateless();
   impl_->http.stop();
 }
 

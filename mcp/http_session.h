@@ -41,6 +41,12 @@ struct Exchange {
   bool done = false;
   bool reading = false;  // a connection is streaming it
   bool cut = false;      // the connection streaming it should end now (SSE polling)
+  // A stateless request (2026-07-28): its stream has no event ids and cannot be resumed, and
+  // the request's id, replaced by one of the server's own (`our_id`) so that clients cannot
+  // collide, is given back in what the stream carries.
+  bool resumable = true;
+  json client_id;
+  json our_id;
 
   size_t end() const { return first + events.size(); }
   void push(json message, bool last) {
@@ -117,7 +123,12 @@ class SessionTransport : public Transport {
       }
       if (!target && !last) target = standalone_;
     }
-    if (target) target->push(message, last);
+    if (!target) return;
+    if (target->our_id.is_null()) {
+      target->push(message, last);
+    } else {
+      target->push(withClientId(message, *target), last);
+    }
   }
 
   // SSE polling (2025-11-25): the connection carrying request `id`'s stream ends after what it
@@ -143,9 +154,25 @@ class SessionTransport : public Transport {
   std::shared_ptr<Exchange> expect(const std::string& id) {
     std::lock_guard lock(mu_);
     auto exchange = std::make_shared<Exchange>("s" + std::to_string(++streams_made_));
+    remember(exchange);
     pending_[id] = exchange;
+    return exchange;
+  }
+  // Where the answer to a stateless request will go; `our_id` replaces the client's id.
+  std::shared_ptr<Exchange> expectStateless(const json& our_id, const json& client_id) {
+    auto exchange = std::make_shared<Exchange>("");
+    exchange->resumable = false;
+    exchange->our_id = our_id;
+    exchange->client_id = client_id;
+    std::lock_guard lock(mu_);
+    pending_[our_id.dump()] = exchange;
+    return exchange;
+  }
+
+ private:
+  // Keeps `exchange` for resumption, forgetting the oldest finished streams beyond the last few.
+  void remember(const std::shared_ptr<Exchange>& exchange) {
     streams_.push_back(exchange);
-    // Forget the oldest finished streams beyond the last few.
     auto finished = [](const std::shared_ptr<Exchange>& e) {
       std::lock_guard ex_lock(e->mu);
       return e->done && !e->reading;
@@ -159,8 +186,28 @@ class SessionTransport : public Transport {
         ++it;
       }
     }
-    return exchange;
   }
+
+  // `message` as the client of a stateless request should see it: with its own request id,
+  // also where a subscription names it.
+  static json withClientId(const json& message, const Exchange& exchange) {
+    json out = message;
+    if (out.is_object() && out.contains("id") && out["id"] == exchange.our_id) {
+      out["id"] = exchange.client_id;
+    }
+    const std::string key(stateless::kMetaSubscriptionId);
+    for (const char* where : {"params", "result"}) {
+      if (!out.is_object() || !out.contains(where) || !out[where].is_object()) continue;
+      json& meta = out[where]["_meta"];
+      if (meta.is_object() && meta.contains(key) && meta[key] == exchange.our_id) {
+        meta[key] = exchange.client_id;
+      }
+      if (meta.is_null()) out[where].erase("_meta");
+    }
+    return out;
+  }
+
+ public:
   // Where the answer to the batch now being dispatched will go.
   std::shared_ptr<Exchange> expectBatch() {
     std::lock_guard lock(mu_);

@@ -80,8 +80,10 @@ json makeResult(const json& id, json result) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-json makeError(const json& id, int code, std::string_view message) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+json makeError(const json& id, int code, std::string_view message, const json& data) {
+  json error = {{"code", code}, {"message", message}};
+  if (!data.is_null()) error["data"] = data;
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
 json makeNotification(std::string_view method, json params) {

@@ -41,7 +41,7 @@ Result<json> parseJson(std::string_view text, int max_depth = 256);
 Message classify(const json& value);
 
 json makeResult(const json& id, json result);
-json makeError(const json& id, int code, std::string_view message);
+json makeError(const json& id, int code, std::string_view message, const json& data = nullptr);
 json makeNotification(std::string_view method, json params);
 
 // The single mapping from a protocol-level Status to a JSON-RPC error code and message.

@@ -32,6 +32,21 @@ Result<std::string> requiredString(const json& obj, std::string_view key,
   return it->get<std::string>();
 }
 
+// inputResponses and requestState of a retried request.
+Result<InputResponses> parseInputResponses(const json& params) {
+  InputResponses in;
+  if (auto r = params.find("inputResponses"); r != params.end() && !r->is_null()) {
+    if (!r->is_object()) return invalidArgument("inputResponses must be an object");
+    in.responses = *r;
+  }
+  std::string state;
+  BYD_RETURN_IF_ERROR(optionalString(params, "requestState", &state));
+  if (params.contains("requestState") && !params["requestState"].is_null()) {
+    in.request_state = state;
+  }
+  return in;
+}
+
 }  // namespace
 
 std::string negotiateVersion(std::string_view requested) {
@@ -48,9 +63,7 @@ Result<InitializeParams> parseInitialize(const json& params) {
     BYD_RETURN_IF_ERROR(optionalString(*info, "version", &p.client_version));
   }
   if (auto caps = params.find("capabilities"); caps != params.end() && caps->is_object()) {
-    p.elicitation = caps->contains("elicitation");
-    p.sampling = caps->contains("sampling");
-    p.roots = caps->contains("roots");
+    p.capabilities = *caps;
   }
   return p;
 }
@@ -80,6 +93,7 @@ Result<CallToolParams> parseCallTool(const json& params) {
       p.progress_token = *token;
     }
   }
+  BYD_ASSIGN_OR_RETURN(p.input, parseInputResponses(params));
   return p;
 }
 
@@ -121,6 +135,7 @@ Result<GetPromptParams> parseGetPrompt(const json& params) {
       p.arguments[key] = value.get<std::string>();
     }
   }
+  BYD_ASSIGN_OR_RETURN(p.input, parseInputResponses(params));
   return p;
 }
 

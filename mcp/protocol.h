@@ -30,10 +30,13 @@ struct InitializeParams {
   std::string protocol_version;
   std::string client_name;
   std::string client_version;
-  // The client's capabilities: which requests it can answer.
-  bool elicitation = false;
-  bool sampling = false;
-  bool roots = false;
+  json capabilities = json::object();  // as the client declared them
+};
+
+// A retried request's answers to an InputRequiredResult (2026-07-28): tools/call, prompts/get.
+struct InputResponses {
+  json responses;                            // {key: result}; null when absent
+  std::optional<std::string> request_state;  // as the server issued it
 };
 
 // tools/list, resources/list, resources/templates/list, prompts/list.
@@ -49,6 +52,7 @@ struct UriParams {
 struct GetPromptParams {
   std::string name;
   std::map<std::string, std::string> arguments;
+  InputResponses input;
 };
 
 struct CompleteParams {
@@ -62,6 +66,7 @@ struct CallToolParams {
   std::string name;
   json arguments = json::object();
   json progress_token;  // params._meta.progressToken, null when absent
+  InputResponses input;
 };
 
 struct SetLevelParams {

@@ -64,6 +64,22 @@ const char* capabilityFor(std::string_view method) {
   return nullptr;
 }
 
+// The message of a failure for want of a client capability; errorFor() recognises it and
+// names the capability in the error's data.
+constexpr std::string_view kNeedsCapability = "the client did not declare the capability ";
+
+Status missingCapability(std::string_view capability, std::string_view method) {
+  return failedPrecondition(std::string(kNeedsCapability) + std::string(capability) + " that " +
+                            std::string(method) + " needs");
+}
+
+// Stateless results of these methods say how long a client may cache them (2026-07-28).
+bool cacheable(std::string_view method) {
+  return method == "server/discover" || method == "tools/list" || method == "prompts/list" ||
+         method == "resources/list" || method == "resources/templates/list" ||
+         method == "resources/read";
+}
+
 }  // namespace
 
 // A batch collects the answers to its messages and sends them as one array when the last
@@ -74,15 +90,20 @@ struct Server::Batch {
   json responses = json::array();
 };
 
-// How a catalog tool reaches the client of its call.
+// How a catalog tool or prompt reaches its client. In a session, questions are requests to
+// the client; for a stateless request they are answered from the retry's inputResponses and
+// requestState, or collected into an InputRequiredResult.
 class Server::CallPeer : public Peer {
  public:
-  CallPeer(Server& server, const json& id, const CallToolParams& params, const CancelToken& token)
+  CallPeer(Server& server, const json& id, std::string name, const json& progress_token,
+           const CancelToken& token, const Caller& caller, json answers)
       : server_(server),
         id_(id),
-        tool_(params.name),
-        report_(server.progressReporter(params.progress_token)),
-        token_(token) {}
+        name_(std::move(name)),
+        report_(server.progressReporter(progress_token)),
+        token_(token),
+        caller_(caller),
+        answers_(std::move(answers)) {}
 
   void progress(double progress, std::optional<double> total, std::string_view message) override {
     if (report_) report_(progress, total, std::string(message));
@@ -90,33 +111,73 @@ class Server::CallPeer : public Peer {
   void log(std::string_view level, const json& data) override {
     auto it = std::find(kLogLevels.begin(), kLogLevels.end(), level);
     const int index = it == kLogLevels.end() ? 1 : static_cast<int>(it - kLogLevels.begin());
-    server_.logToClient(index, data, tool_);
+    server_.logToClient(index, data, caller_, name_);
   }
-  Result<json> ask(std::string_view method, json params) override {
-    const char* capability = capabilityFor(method);
-    if (capability != nullptr) {
-      std::lock_guard lock(server_.mu_);
-      const InitializeParams& c = server_.client_;
-      const bool declared = std::string_view(capability) == "sampling"      ? c.sampling
-                            : std::string_view(capability) == "elicitation" ? c.elicitation
-                                                                            : c.roots;
-      if (!declared) {
-        return failedPrecondition("the client did not declare the " + std::string(capability) +
-                                  " capability, so it cannot answer " + std::string(method));
+  Result<json> askAll(const json& questions) override {
+    if (!questions.is_object()) return invalidArgument("questions must be an object");
+    for (const auto& [key, q] : questions.items()) {
+      const std::string method = q.value("method", "");
+      const char* capability = capabilityFor(method);
+      if (capability == nullptr) return invalidArgument("cannot ask the client " + method);
+      if (!caller_.has(capability) && !(caller_.stateless && answered(key, method))) {
+        return missingCapability(capability, method);
       }
     }
-    return server_.client_requests_.call(std::string(method), std::move(params),
-                                         server_.options_.ask_timeout, token_);
+    json answers = json::object();
+    if (!caller_.stateless) {
+      for (const auto& [key, q] : questions.items()) {
+        BYD_ASSIGN_OR_RETURN(answers[key], server_.client_requests_.call(
+                                               q["method"], q.value("params", json::object()),
+                                               server_.options_.ask_timeout, token_));
+      }
+      return answers;
+    }
+    for (const auto& [key, q] : questions.items()) {
+      if (answered(key, q["method"])) {
+        answers[key] = answers_[key];
+        used_[key] = answers_[key];
+      } else {
+        open_[key] = {{"method", q["method"]}, {"params", q.value("params", json::object())}};
+      }
+    }
+    if (!open_.empty()) return failedPrecondition("waiting for the client's answers");
+    return answers;
   }
-  bool closeStream() override { return server_.transport_.closeStream(idKey(id_)); }
+  bool clientSupports(std::string_view capability) const override {
+    return caller_.has(capability);
+  }
+  void listChanged(std::string_view list) override { server_.listChanged(list); }
+  bool closeStream() override {
+    return !caller_.stateless && server_.transport_.closeStream(idKey(id_));
+  }
   const CancelToken& cancel() const override { return token_; }
 
+  // Questions still open (stateless), and the answers used so far.
+  const json& open() const { return open_; }
+  const json& used() const { return used_; }
+
  private:
+  bool answered(const std::string& key, const std::string& method) const {
+    return answers_.is_object() && answers_.contains(key) &&
+           stateless::validInputResponse(method, answers_[key]);
+  }
+
   Server& server_;
   const json& id_;
-  const std::string tool_;
+  const std::string name_;
   const std::function<void(double, std::optional<double>, std::string)> report_;
   const CancelToken& token_;
+  const Caller& caller_;
+  const json answers_;  // {key: answer}: from the requestState and the retry's inputResponses
+  json used_ = json::object();
+  json open_ = json::object();
+};
+
+// A stateless subscriptions/listen stream: what it asked for, by notification.
+struct Server::Listener {
+  json id;
+  json honored;  // the subset of its notifications filter the server serves
+  std::set<std::string> uris;
 };
 
 Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options,
@@ -138,34 +199,73 @@ Server::~Server() {
 
 template <typename P>
 void Server::bind(std::string name, Result<P> (*parse)(const json&),
-                  Result<json> (Server::*fn)(const P&), bool before_init) {
-  methods_[std::move(name)] = Method{[this, parse, fn](const json& params) -> Result<json> {
-                                       BYD_ASSIGN_OR_RETURN(P p, parse(params));
-                                       return (this->*fn)(p);
-                                     },
-                                     before_init};
+                  Result<json> (Server::*fn)(const P&, const Caller&), bool before_init,
+                  bool stateless) {
+  methods_[std::move(name)] =
+      Method{[this, parse, fn](const json& params, const Caller& caller) -> Result<json> {
+               BYD_ASSIGN_OR_RETURN(P p, parse(params));
+               return (this->*fn)(p, caller);
+             },
+             before_init, stateless};
 }
 
 void Server::bindMethods() {
-  bind("initialize", parseInitialize, &Server::onInitialize, /*before_init=*/true);
-  bind("ping", parseAnyParams, &Server::onPing, /*before_init=*/true);
-  bind("tools/list", parseList, &Server::onListTools);
-  bind("logging/setLevel", parseSetLevel, &Server::onSetLevel);
-  // tools/call is bound separately: it runs on the worker pool (startToolCall).
+  // name, parse, handler, before initialize (sessions), in the stateless revision
+  bind("initialize", parseInitialize, &Server::onInitialize, true, false);
+  bind("ping", parseAnyParams, &Server::onPing, true, false);
+  bind("server/discover", parseAnyParams, &Server::onDiscover, true, true);
+  bind("tools/list", parseList, &Server::onListTools, false, true);
+  bind("logging/setLevel", parseSetLevel, &Server::onSetLevel, false, false);
+  // tools/call and subscriptions/listen are bound separately: the first runs on the worker
+  // pool (startToolCall), the second stays open (startListen).
   const Catalog* catalog = options_.catalog.get();
   if (catalog == nullptr) return;
   if (!catalog->resources.empty() || !catalog->templates.empty()) {
-    bind("resources/list", parseList, &Server::onListResources);
-    bind("resources/templates/list", parseList, &Server::onListResourceTemplates);
-    bind("resources/read", parseUri, &Server::onReadResource);
-    bind("resources/subscribe", parseUri, &Server::onSubscribe);
-    bind("resources/unsubscribe", parseUri, &Server::onUnsubscribe);
+    bind("resources/list", parseList, &Server::onListResources, false, true);
+    bind("resources/templates/list", parseList, &Server::onListResourceTemplates, false, true);
+    bind("resources/read", parseUri, &Server::onReadResource, false, true);
+    bind("resources/subscribe", parseUri, &Server::onSubscribe, false, false);
+    bind("resources/unsubscribe", parseUri, &Server::onUnsubscribe, false, false);
   }
   if (!catalog->prompts.empty()) {
-    bind("prompts/list", parseList, &Server::onListPrompts);
-    bind("prompts/get", parseGetPrompt, &Server::onGetPrompt);
+    bind("prompts/list", parseList, &Server::onListPrompts, false, true);
+    bind("prompts/get", parseGetPrompt, &Server::onGetPrompt, false, true);
   }
-  if (catalog->complete) bind("completion/complete", parseComplete, &Server::onComplete);
+  if (catalog->complete) {
+    bind("completion/complete", parseComplete, &Server::onComplete, false, true);
+  }
+}
+
+Caller Server::sessionCaller() const {
+  std::lock_guard lock(mu_);
+  return Caller{protocol_version_, client_.capabilities, std::nullopt, false};
+}
+
+json Server::errorFor(const json& id, const Status& status, const Caller& caller) const {
+  const std::string& message = status.message();
+  if (status.code() == Code::kFailedPrecondition && message.starts_with(kNeedsCapability)) {
+    const std::string rest = message.substr(kNeedsCapability.size());
+    const std::string capability = rest.substr(0, rest.find(' '));
+    if (caller.stateless) {
+      return makeError(id, stateless::kMissingCapability, message,
+                       {{"requiredCapabilities", {{capability, json::object()}}}});
+    }
+  }
+  return errorFromStatus(id, status);
+}
+
+json Server::finishStateless(const std::string& method, json result) const {
+  if (!result.is_object()) return result;
+  if (!result.contains("resultType")) result["resultType"] = "complete";
+  result["_meta"][std::string(stateless::kMetaServerInfo)] = {{"name", options_.name},
+                                                              {"version", options_.version}};
+  if (result["resultType"] == "complete" && cacheable(method)) {
+    // Reads follow the files they show; lists change only with the server's configuration.
+    const bool read = method == "resources/read" || method == "resources/list";
+    result["ttlMs"] = read ? 0 : 60000;
+    result["cacheScope"] = "private";
+  }
+  return result;
 }
 
 std::string Server::protocolVersion() const {
@@ -247,9 +347,15 @@ void Server::deliver(const Sink& sink, std::optional<json> response) {
 }
 
 void Server::handleRequest(Message m, const Sink& sink) {
-  const bool initialized = !protocolVersion().empty();
+  if (options_.stateless_only || m.method == "server/discover" ||
+      stateless::hasModernMeta(m.params)) {
+    handleStateless(std::move(m), sink);
+    return;
+  }
+  const Caller caller = sessionCaller();
+  const bool initialized = !caller.version.empty();
   if (m.method == "tools/call" && initialized) {
-    startToolCall(std::move(m), sink);
+    startToolCall(std::move(m), sink, caller);
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -261,12 +367,89 @@ void Server::handleRequest(Message m, const Sink& sink) {
     response = makeError(m.id, rpc::kInvalidRequest,
                          "the session is not initialized: send initialize first");
   } else {
-    Result<json> result = it->second.handler(m.params);
-    response =
-        result.ok() ? makeResult(m.id, std::move(*result)) : errorFromStatus(m.id, result.status());
+    Result<json> result = it->second.handler(m.params, caller);
+    response = result.ok() ? makeResult(m.id, std::move(*result))
+                           : errorFor(m.id, result.status(), caller);
   }
   spdlog::info("<- {} {:.2f} ms", m.method, msSince(start));
   deliver(sink, std::move(response));
+}
+
+void Server::handleStateless(Message m, const Sink& sink) {
+  auto meta = stateless::readMeta(m.params);
+  if (auto* e = std::get_if<stateless::MetaError>(&meta)) {
+    deliver(sink, makeError(m.id, e->code, e->message, e->data));
+    return;
+  }
+  const auto& request = std::get<stateless::RequestMeta>(meta);
+  const Caller caller{request.version, request.capabilities, request.log_level, true};
+  if (m.method == "tools/call") {
+    startToolCall(std::move(m), sink, caller);
+    return;
+  }
+  if (m.method == "subscriptions/listen") {
+    startListen(m, sink, caller);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto it = methods_.find(m.method);
+  json response;
+  if (it == methods_.end() || !it->second.stateless) {
+    response = makeError(m.id, rpc::kMethodNotFound,
+                         "method not found: " + m.method +
+                             (it == methods_.end() ? "" : " (not part of the stateless revision)"));
+  } else {
+    Result<json> result = it->second.handler(m.params, caller);
+    response = result.ok() ? makeResult(m.id, finishStateless(m.method, std::move(*result)))
+                           : errorFor(m.id, result.status(), caller);
+  }
+  spdlog::info("<- {} (stateless) {:.2f} ms", m.method, msSince(start));
+  deliver(sink, std::move(response));
+}
+
+void Server::startListen(const Message& m, const Sink& sink, const Caller& caller) {
+  const json filter = m.params.is_object() ? m.params.value("notifications", json()) : json();
+  if (!filter.is_object()) {
+    deliver(sink, makeError(m.id, rpc::kInvalidParams,
+                            "params.notifications is required and must be an object"));
+    return;
+  }
+  const json caps = capabilities();
+  json honored = json::object();
+  for (const char* list : {"tools", "prompts", "resources"}) {
+    const std::string key = std::string(list) + "ListChanged";
+    if (filter.value(key, false) && caps.contains(list) && caps[list].value("listChanged", false)) {
+      honored[key] = true;
+    }
+  }
+  Listener listener{m.id, json::object(), {}};
+  if (auto uris = filter.find("resourceSubscriptions");
+      uris != filter.end() && uris->is_array() && caps.contains("resources")) {
+    for (const json& uri : *uris) {
+      if (uri.is_string() && knownResource(uri.get<std::string>())) {
+        listener.uris.insert(uri.get<std::string>());
+      }
+    }
+    honored["resourceSubscriptions"] = listener.uris;
+  }
+  listener.honored = honored;
+  {
+    std::lock_guard lock(mu_);
+    if (in_flight_.contains(idKey(m.id)) || listeners_.contains(idKey(m.id))) {
+      deliver(sink, makeError(m.id, rpc::kInvalidRequest,
+                              "request id " + idKey(m.id) + " is already in use"));
+      return;
+    }
+    listeners_.emplace(idKey(m.id), std::move(listener));
+  }
+  deliver(sink, std::nullopt);  // the stream stays open: nothing goes into a batch
+  spdlog::info("<- subscriptions/listen {} (stateless) for {}", idKey(m.id), honored.dump());
+  const RequestScope scope(m.id);  // the acknowledgement opens the listen stream
+  transport_.send(
+      makeNotification("notifications/subscriptions/acknowledged",
+                       {{"_meta", {{std::string(stateless::kMetaSubscriptionId), m.id}}},
+                        {"notifications", honored}}));
+  (void)caller;
 }
 
 void Server::handleNotification(const Message& m) {
@@ -281,6 +464,9 @@ void Server::handleNotification(const Message& m) {
       it->second.cancel();
       spdlog::info("cancelled request {}", it->first);
     }
+    if (listeners_.erase(idKey(p->request_id)) != 0) {
+      spdlog::info("ended subscription {}", idKey(p->request_id));
+    }
     return;
   }
   if (m.method == "notifications/initialized") {
@@ -290,7 +476,7 @@ void Server::handleNotification(const Message& m) {
   spdlog::debug("ignored notification {}", m.method);
 }
 
-void Server::startToolCall(Message m, const Sink& sink) {
+void Server::startToolCall(Message m, const Sink& sink, const Caller& caller) {
   auto params = parseCallTool(m.params);
   if (!params.ok()) {
     deliver(sink, errorFromStatus(m.id, params.status()));
@@ -306,16 +492,21 @@ void Server::startToolCall(Message m, const Sink& sink) {
     }
     ++active_;
   }
-  pool_.post([this, id = m.id, p = std::move(*params), token, sink] {
+  pool_.post([this, id = m.id, p = std::move(*params), token, sink, caller] {
     const RequestScope scope(id);  // what this thread sends belongs to this call
     const auto start = std::chrono::steady_clock::now();
     json response;
     try {
       // Cancelled while it waited in the queue: skip the work, the answer is dropped anyway.
       Result<json> result =
-          token.cancelled() ? Result<json>(cancelled("cancelled")) : runToolCall(p, token);
-      response =
-          result.ok() ? makeResult(id, std::move(*result)) : errorFromStatus(id, result.status());
+          token.cancelled() ? Result<json>(cancelled("cancelled")) : runToolCall(p, token, caller);
+      if (!result.ok()) {
+        response = errorFor(id, result.status(), caller);
+      } else {
+        response =
+            makeResult(id, caller.stateless ? finishStateless("tools/call", std::move(*result))
+                                            : std::move(*result));
+      }
     } catch (const std::exception& e) {
       // Never pass exception text to the client: it may hold paths or internals.
       spdlog::error("tools/call {} threw: {}", p.name, e.what());
@@ -327,7 +518,7 @@ void Server::startToolCall(Message m, const Sink& sink) {
                  : is_error        ? " (error)"
                                    : "");
     logToClient(is_error ? 2 : 0,
-                {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}});
+                {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}}, caller);
     {
       std::lock_guard lock(mu_);
       in_flight_.erase(idKey(id));
@@ -358,13 +549,24 @@ const CatalogTool* Server::findCatalogTool(std::string_view name) const {
   return nullptr;
 }
 
-Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& token) {
-  if (const CatalogTool* tool = findCatalogTool(p.name)) return runCatalogTool(*tool, p, token);
+Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& token,
+                                 const Caller& caller) {
+  if (const CatalogTool* tool = findCatalogTool(p.name)) {
+    // Bad arguments are the model's to fix, so they come back as a tool error, as for the
+    // console tools.
+    if (auto schema = tool->definition.find("inputSchema"); schema != tool->definition.end()) {
+      if (Status s = schemas::validate(*schema, p.arguments, "arguments"); !s.ok()) {
+        return json{{"content", {{{"type", "text"}, {"text", s.message()}}}}, {"isError", true}};
+      }
+    }
+    return withPeer("tools/call", p.name, p.input, p.progress_token, token, caller,
+                    [&](Peer& peer) { return tool->call(p.arguments, peer); });
+  }
   const Tool* tool = findTool(p.name);
   if (tool == nullptr || (options_.catalog && !options_.catalog->console_tools)) {
     return invalidArgument("unknown tool: " + p.name);
   }
-  const bool structured = atLeast(protocolVersion(), "2025-06-18");
+  const bool structured = atLeast(caller.version, "2025-06-18");
   if ((tool->spec->operation == "execute" || tool->spec->operation == "python") &&
       !backend_.canExecute()) {
     return invalidArgument("unknown tool: " + p.name);
@@ -382,30 +584,40 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
   }
   const auto op = permissions::parseOperation(tool->spec->operation);
   if (!op) return internalError("tool " + p.name + " names no permission operation");
-  bool elicitation;
-  {
-    std::lock_guard lock(mu_);
-    elicitation = client_.elicitation;
-  }
+  // Stateless requests cannot ask the user mid-call: "ask" rules take the fallback there.
+  const bool elicitation = !caller.stateless && caller.has("elicitation");
   mcp::ElicitingApprover approver(client_requests_, elicitation, options_.ask_timeout, token);
   permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver);
   ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }, progress};
   return callTool(*tool, p.arguments, ctx, structured);
 }
 
-Result<json> Server::runCatalogTool(const CatalogTool& tool, const CallToolParams& p,
-                                    const CancelToken& token) {
-  // Bad arguments are the model's to fix, so they come back as a tool error, as for the
-  // console tools.
-  if (auto schema = tool.definition.find("inputSchema"); schema != tool.definition.end()) {
-    if (Status s = schemas::validate(*schema, p.arguments, "arguments"); !s.ok()) {
-      return json{{"content", {{{"type", "text"}, {"text", s.message()}}}}, {"isError", true}};
+Result<json> Server::withPeer(const std::string& method, const std::string& name,
+                              const InputResponses& input, const json& progress_token,
+                              const CancelToken& token, const Caller& caller,
+                              const std::function<Result<json>(Peer&)>& run) {
+  json answers = json::object();
+  if (caller.stateless) {
+    if (input.request_state) {
+      BYD_ASSIGN_OR_RETURN(json state, signer_.verify(*input.request_state, method, name));
+      answers = state.value("answers", json::object());
+    }
+    if (input.responses.is_object()) {
+      for (const auto& [key, answer] : input.responses.items()) answers[key] = answer;
     }
   }
   const json* id = currentRequest();
-  const json null_id;
-  CallPeer peer(*this, id != nullptr ? *id : null_id, p, token);
-  return tool.call(p.arguments, peer);
+  const json no_id;
+  CallPeer peer(*this, id != nullptr ? *id : no_id, name, progress_token, token, caller,
+                std::move(answers));
+  Result<json> result = run(peer);
+  if (!peer.open().empty()) {
+    // Questions the client has not answered yet: it answers them and asks again.
+    return json{{"resultType", "input_required"},
+                {"inputRequests", peer.open()},
+                {"requestState", signer_.sign({{"answers", peer.used()}}, method, name)}};
+  }
+  return result;
 }
 
 bool Server::toolVisible(const Tool& tool) const {
@@ -419,8 +631,18 @@ bool Server::toolVisible(const Tool& tool) const {
 }
 
 void Server::cancelAll() {
-  std::lock_guard lock(mu_);
-  for (auto& [id, token] : in_flight_) token.cancel();
+  std::map<std::string, Listener> listeners;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, token] : in_flight_) token.cancel();
+    listeners.swap(listeners_);
+  }
+  // A subscription the server ends gets its (empty) result (2026-07-28).
+  for (const auto& [key, l] : listeners) {
+    transport_.send(
+        makeResult(l.id, {{"resultType", "complete"},
+                          {"_meta", {{std::string(stateless::kMetaSubscriptionId), l.id}}}}));
+  }
 }
 
 void Server::drain(const std::function<bool()>& give_up) {
@@ -433,7 +655,7 @@ void Server::drain(const std::function<bool()>& give_up) {
   }
 }
 
-Result<json> Server::onInitialize(const InitializeParams& p) {
+Result<json> Server::onInitialize(const InitializeParams& p, const Caller&) {
   const std::string version = negotiateVersion(p.protocol_version);
   {
     std::lock_guard lock(mu_);
@@ -451,22 +673,33 @@ Result<json> Server::onInitialize(const InitializeParams& p) {
               {"instructions", options_.instructions}};
 }
 
-Result<json> Server::onPing(const json&) { return json::object(); }
+Result<json> Server::onPing(const json&, const Caller&) { return json::object(); }
+
+Result<json> Server::onDiscover(const json&, const Caller&) {
+  json versions = json::array();
+  for (std::string_view v : kProtocolVersions) versions.push_back(v);
+  versions.push_back(stateless::kVersion);
+  json result = {{"supportedVersions", std::move(versions)}, {"capabilities", capabilities()}};
+  if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
+  return result;
+}
 
 json Server::capabilities() const {
   json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
   const Catalog* catalog = options_.catalog.get();
   if (catalog == nullptr) return caps;
+  const bool changes = catalog->lists_change;
+  caps["tools"]["listChanged"] = changes;
   if (!catalog->resources.empty() || !catalog->templates.empty()) {
-    caps["resources"] = {{"subscribe", true}, {"listChanged", false}};
+    caps["resources"] = {{"subscribe", true}, {"listChanged", changes}};
   }
-  if (!catalog->prompts.empty()) caps["prompts"] = {{"listChanged", false}};
+  if (!catalog->prompts.empty()) caps["prompts"] = {{"listChanged", changes}};
   if (catalog->complete) caps["completions"] = json::object();
   return caps;
 }
 
-Result<json> Server::onListTools(const ListParams& p) {
-  const std::string version = protocolVersion();
+Result<json> Server::onListTools(const ListParams& p, const Caller& caller) {
+  const std::string& version = caller.version;
   std::vector<json> tools;
   // Tools whose operation the rules always deny are not offered at all.
   const bool console = !options_.catalog || options_.catalog->console_tools;
@@ -494,32 +727,38 @@ Result<json> Server::onListTools(const ListParams& p) {
   return page(std::move(tools), p.cursor, "tools", options_.page_size);
 }
 
-Result<json> Server::onSetLevel(const SetLevelParams& p) {
+Result<json> Server::onSetLevel(const SetLevelParams& p, const Caller&) {
   client_log_level_ = p.level;
   return json::object();
 }
 
-void Server::logToClient(int level, const json& data, const std::string& logger) {
-  if (level < client_log_level_.load() || protocolVersion().empty()) return;
+void Server::logToClient(int level, const json& data, const Caller& caller,
+                         const std::string& logger) {
+  // A session's level is set by logging/setLevel; a stateless request names its own, and gets
+  // no log messages without one.
+  if (caller.stateless ? !caller.log_level || level < *caller.log_level
+                       : level < client_log_level_.load() || caller.version.empty()) {
+    return;
+  }
   transport_.send(makeNotification("notifications/message",
                                    {{"level", kLogLevels[level]},
                                     {"logger", logger.empty() ? options_.name : logger},
                                     {"data", data}}));
 }
 
-Result<json> Server::onListResources(const ListParams& p) {
+Result<json> Server::onListResources(const ListParams& p, const Caller&) {
   std::vector<json> list;
   for (const Resource& r : options_.catalog->resources) list.push_back(r.definition);
   return page(std::move(list), p.cursor, "resources", options_.page_size);
 }
 
-Result<json> Server::onListResourceTemplates(const ListParams& p) {
+Result<json> Server::onListResourceTemplates(const ListParams& p, const Caller&) {
   std::vector<json> list;
   for (const ResourceTemplate& t : options_.catalog->templates) list.push_back(t.definition);
   return page(std::move(list), p.cursor, "resourceTemplates", options_.page_size);
 }
 
-Result<json> Server::onReadResource(const UriParams& p) {
+Result<json> Server::onReadResource(const UriParams& p, const Caller&) {
   for (const Resource& r : options_.catalog->resources) {
     if (r.definition.value("uri", "") == p.uri) {
       BYD_ASSIGN_OR_RETURN(json contents, r.read(p.uri));
@@ -545,34 +784,75 @@ bool Server::knownResource(const std::string& uri) const {
   return false;
 }
 
-Result<json> Server::onSubscribe(const UriParams& p) {
+Result<json> Server::onSubscribe(const UriParams& p, const Caller&) {
   if (!knownResource(p.uri)) return Status(Code::kNotFound, "resource not found: " + p.uri);
   std::lock_guard lock(mu_);
   subscriptions_.insert(p.uri);
   return json::object();
 }
 
-Result<json> Server::onUnsubscribe(const UriParams& p) {
+Result<json> Server::onUnsubscribe(const UriParams& p, const Caller&) {
   std::lock_guard lock(mu_);
   subscriptions_.erase(p.uri);  // unsubscribing from what was never subscribed is no error
   return json::object();
 }
 
 void Server::resourceUpdated(const std::string& uri) {
+  std::vector<json> listeners;
+  bool subscribed;
   {
     std::lock_guard lock(mu_);
-    if (!subscriptions_.contains(uri)) return;
+    subscribed = subscriptions_.contains(uri);
+    for (const auto& [key, l] : listeners_) {
+      if (l.uris.contains(uri)) listeners.push_back(l.id);
+    }
   }
-  transport_.send(makeNotification("notifications/resources/updated", {{"uri", uri}}));
+  if (subscribed) {
+    transport_.send(makeNotification("notifications/resources/updated", {{"uri", uri}}));
+  }
+  for (const json& id : listeners) {
+    const RequestScope scope(id);  // on that listener's stream
+    transport_.send(makeNotification(
+        "notifications/resources/updated",
+        {{"_meta", {{std::string(stateless::kMetaSubscriptionId), id}}}, {"uri", uri}}));
+  }
 }
 
-Result<json> Server::onListPrompts(const ListParams& p) {
+void Server::listChanged(std::string_view list) {
+  const std::string method = "notifications/" + std::string(list) + "/list_changed";
+  const std::string key = std::string(list) + "ListChanged";
+  std::vector<json> listeners;
+  bool session;
+  {
+    std::lock_guard lock(mu_);
+    session = !protocol_version_.empty();
+    for (const auto& [k, l] : listeners_) {
+      if (l.honored.value(key, false)) listeners.push_back(l.id);
+    }
+  }
+  const json caps = capabilities();
+  if (session && caps.contains(list) && caps[std::string(list)].value("listChanged", false)) {
+    transport_.send(makeNotification(method, nullptr));
+  }
+  for (const json& id : listeners) {
+    const RequestScope scope(id);
+    transport_.send(
+        makeNotification(method, {{"_meta", {{std::string(stateless::kMetaSubscriptionId), id}}}}));
+  }
+}
+
+const json* Server::catalogToolDefinition(std::string_view name) const {
+  const CatalogTool* tool = findCatalogTool(name);
+  return tool != nullptr ? &tool->definition : nullptr;
+}
+
+Result<json> Server::onListPrompts(const ListParams& p, const Caller&) {
   std::vector<json> list;
   for (const Prompt& prompt : options_.catalog->prompts) list.push_back(prompt.definition);
   return page(std::move(list), p.cursor, "prompts", options_.page_size);
 }
 
-Result<json> Server::onGetPrompt(const GetPromptParams& p) {
+Result<json> Server::onGetPrompt(const GetPromptParams& p, const Caller& caller) {
   for (const Prompt& prompt : options_.catalog->prompts) {
     if (prompt.definition.value("name", "") != p.name) continue;
     for (const json& arg : prompt.definition.value("arguments", json::array())) {
@@ -581,12 +861,13 @@ Result<json> Server::onGetPrompt(const GetPromptParams& p) {
         return invalidArgument("prompt " + p.name + " needs the argument '" + name + "'");
       }
     }
-    return prompt.get(p.arguments);
+    return withPeer("prompts/get", p.name, p.input, nullptr, CancelToken(), caller,
+                    [&](Peer& peer) { return prompt.get(p.arguments, peer); });
   }
   return invalidArgument("unknown prompt: " + p.name);
 }
 
-Result<json> Server::onComplete(const CompleteParams& p) {
+Result<json> Server::onComplete(const CompleteParams& p, const Caller&) {
   const std::string type = p.ref.value("type", "");
   bool known = false;
   if (type == "ref/prompt") {

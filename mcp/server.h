@@ -22,6 +22,7 @@
 #include "mcp/client_requests.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
+#include "mcp/stateless.h"
 #include "mcp/transport.h"
 #include "permissions/guard.h"
 #include "tools/registry.h"
@@ -40,6 +41,22 @@ struct ServerOptions {
   std::chrono::milliseconds ask_timeout = std::chrono::seconds(120);
   // Tools, resources and prompts beyond the console tools; null: the console tools alone.
   std::shared_ptr<const Catalog> catalog;
+  // Every request is served as a stateless one (2026-07-28), even without _meta (the HTTP
+  // transport's dispatcher for requests outside sessions). Otherwise requests with
+  // io.modelcontextprotocol/ keys in _meta, and server/discover, are.
+  bool stateless_only = false;
+};
+
+// Who asks, for one request: the revision and client capabilities that apply, from the
+// session (initialize) or from the request's own _meta (2026-07-28).
+struct Caller {
+  std::string version;
+  json capabilities = json::object();
+  std::optional<int> log_level;  // stateless: from _meta (none: no log messages)
+  bool stateless = false;
+  bool has(std::string_view capability) const {
+    return capabilities.is_object() && capabilities.contains(capability);
+  }
 };
 
 class Server : public MessageHandler {
@@ -65,47 +82,71 @@ class Server : public MessageHandler {
   // Blocks until every request received so far has been answered or dropped. When `give_up`
   // (checked every 100 ms) turns true, what is still running is cancelled.
   void drain(const std::function<bool()>& give_up = nullptr);
-  // notifications/resources/updated for `uri`, when the client subscribed to it.
+  // notifications/resources/updated for `uri`, to a session that subscribed to it and to the
+  // stateless listeners (subscriptions/listen) that asked for it.
   void resourceUpdated(const std::string& uri);
+  // notifications/<list>/list_changed ("tools", "prompts", "resources") to a session and to
+  // the listeners that asked for it.
+  void listChanged(std::string_view list);
+  // The definition of a tool of the catalog (for the HTTP transport's Mcp-Param-* check), or
+  // null.
+  const json* catalogToolDefinition(std::string_view name) const;
 
  private:
   struct Batch;
   class CallPeer;
+  struct Listener;
   // Where one message's answer goes: straight to the transport, or into a batch.
   using Sink = std::shared_ptr<Batch>;
-  using Handler = std::function<Result<json>(const json& params)>;
+  using Handler = std::function<Result<json>(const json& params, const Caller& caller)>;
   struct Method {
     Handler handler;
-    bool before_init = false;
+    bool before_init = false;  // served before initialize (session era)
+    bool stateless = false;    // served to stateless requests (2026-07-28)
   };
 
   void bindMethods();
   template <typename P>
-  void bind(std::string name, Result<P> (*parse)(const json&), Result<json> (Server::*fn)(const P&),
-            bool before_init = false);
+  void bind(std::string name, Result<P> (*parse)(const json&),
+            Result<json> (Server::*fn)(const P&, const Caller&), bool before_init, bool stateless);
 
   void handleFrame(std::string_view frame);
   void dispatch(const json& value, const Sink& sink);
   void handleRequest(Message m, const Sink& sink);
+  void handleStateless(Message m, const Sink& sink);
   void handleNotification(const Message& m);
-  void startToolCall(Message m, const Sink& sink);
+  void startToolCall(Message m, const Sink& sink, const Caller& caller);
+  void startListen(const Message& m, const Sink& sink, const Caller& caller);
   void deliver(const Sink& sink, std::optional<json> response);
+  // The session's view of its client, for requests of the session era.
+  Caller sessionCaller() const;
+  // A failed Status as the JSON-RPC error for `caller` (a missing client capability is -32021
+  // with the capability for stateless requests).
+  json errorFor(const json& id, const Status& status, const Caller& caller) const;
+  // Stateless results carry resultType, the server's identity and, for lists and reads,
+  // caching hints.
+  json finishStateless(const std::string& method, json result) const;
 
-  Result<json> onInitialize(const InitializeParams& p);
-  Result<json> onPing(const json& p);
-  Result<json> onListTools(const ListParams& p);
-  Result<json> onSetLevel(const SetLevelParams& p);
-  Result<json> onListResources(const ListParams& p);
-  Result<json> onListResourceTemplates(const ListParams& p);
-  Result<json> onReadResource(const UriParams& p);
-  Result<json> onSubscribe(const UriParams& p);
-  Result<json> onUnsubscribe(const UriParams& p);
-  Result<json> onListPrompts(const ListParams& p);
-  Result<json> onGetPrompt(const GetPromptParams& p);
-  Result<json> onComplete(const CompleteParams& p);
-  Result<json> runToolCall(const CallToolParams& p, const CancelToken& token);
-  Result<json> runCatalogTool(const CatalogTool& tool, const CallToolParams& p,
-                              const CancelToken& token);
+  Result<json> onInitialize(const InitializeParams& p, const Caller& caller);
+  Result<json> onDiscover(const json& p, const Caller& caller);
+  Result<json> onPing(const json& p, const Caller& caller);
+  Result<json> onListTools(const ListParams& p, const Caller& caller);
+  Result<json> onSetLevel(const SetLevelParams& p, const Caller& caller);
+  Result<json> onListResources(const ListParams& p, const Caller& caller);
+  Result<json> onListResourceTemplates(const ListParams& p, const Caller& caller);
+  Result<json> onReadResource(const UriParams& p, const Caller& caller);
+  Result<json> onSubscribe(const UriParams& p, const Caller& caller);
+  Result<json> onUnsubscribe(const UriParams& p, const Caller& caller);
+  Result<json> onListPrompts(const ListParams& p, const Caller& caller);
+  Result<json> onGetPrompt(const GetPromptParams& p, const Caller& caller);
+  Result<json> onComplete(const CompleteParams& p, const Caller& caller);
+  Result<json> runToolCall(const CallToolParams& p, const CancelToken& token, const Caller& caller);
+  // Runs a catalog handler with a peer; for stateless requests turns open questions into an
+  // InputRequiredResult and checks the requestState of a retry.
+  Result<json> withPeer(const std::string& method, const std::string& name,
+                        const InputResponses& input, const json& progress_token,
+                        const CancelToken& token, const Caller& caller,
+                        const std::function<Result<json>(Peer&)>& run);
   bool toolVisible(const Tool& tool) const;
   json capabilities() const;
   const CatalogTool* findCatalogTool(std::string_view name) const;
@@ -114,7 +155,8 @@ class Server : public MessageHandler {
   std::function<void(double, std::optional<double>, std::string)> progressReporter(
       const json& progress_token);
 
-  void logToClient(int level, const json& data, const std::string& logger = "");
+  void logToClient(int level, const json& data, const Caller& caller,
+                   const std::string& logger = "");
   std::string protocolVersion() const;
 
   Transport& transport_;
@@ -130,6 +172,8 @@ class Server : public MessageHandler {
   std::string protocol_version_;                  // empty until initialize
   InitializeParams client_;                       // what the client declared at initialize
   std::set<std::string> subscriptions_;           // resource URIs
+  std::map<std::string, Listener> listeners_;     // subscriptions/listen, by request id
+  const stateless::StateSigner signer_;           // requestState of InputRequiredResults
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel

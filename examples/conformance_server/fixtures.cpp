@@ -65,6 +65,140 @@ Result<json> elicit(Peer& peer, const std::string& message, json schema,
                     ", content=" + answer->value("content", json::object()).dump());
 }
 
+json elicitName(const std::string& message) {
+  return {{"message", message},
+          {"requestedSchema",
+           {{"type", "object"},
+            {"properties", {{"name", {{"type", "string"}, {"description", "Your name"}}}}},
+            {"required", {"name"}}}}};
+}
+
+json sampleQuestion(const std::string& text) {
+  return {{"messages", {{{"role", "user"}, {"content", {{"type", "text"}, {"text", text}}}}}},
+          {"maxTokens", 100}};
+}
+
+// The text of a sampling answer, or an elicitation's content.
+std::string answerText(const json& answer) {
+  if (answer.contains("content") && answer["content"].is_object() &&
+      answer["content"].contains("text")) {
+    return answer["content"].value("text", "");
+  }
+  return answer.value("content", json::object()).dump();
+}
+
+CatalogTool asking(const std::string& name, const std::string& description, std::string method,
+                   json params, std::string key, std::string prefix) {
+  return tool(name, description, noArguments(),
+              [method, params, key, prefix](const json&, Peer& peer) -> Result<json> {
+                BYD_ASSIGN_OR_RETURN(json answer, peer.ask(method, params, key));
+                return textResult(prefix + answerText(answer));
+              });
+}
+
+// Fixtures of the stateless revision (2026-07-28): capabilities, logging, list changes, and
+// questions answered through InputRequiredResult (multi round-trip requests).
+std::vector<CatalogTool> statelessTools() {
+  std::vector<CatalogTool> list;
+  list.push_back(asking("test_missing_capability", "Needs the client's sampling capability",
+                        "sampling/createMessage", sampleQuestion("Say hello"), "sample",
+                        "Sampled: "));
+  list.push_back(tool(
+      "test_streaming_elicitation", "Reports progress, then asks the user for a name",
+      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+        peer.progress(0, 1, "asking for a name");
+        BYD_ASSIGN_OR_RETURN(
+            json answer, peer.ask("elicitation/create", elicitName("What is your name?"), "name"));
+        return textResult("Hello, " + answerText(answer));
+      }));
+  list.push_back(tool("test_logging_tool", "Logs two messages when the client asked for logs",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        peer.log("info", "logging tool started");
+                        peer.log("info", "logging tool finished");
+                        return textResult("Logged two messages");
+                      }));
+  list.push_back(tool("test_trigger_tool_change", "Announces a change of the tool list",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        peer.listChanged("tools");
+                        return textResult("tools/list_changed sent");
+                      }));
+  list.push_back(tool("test_trigger_prompt_change", "Announces a change of the prompt list",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        peer.listChanged("prompts");
+                        return textResult("prompts/list_changed sent");
+                      }));
+  list.push_back(asking("test_input_required_result_elicitation", "Asks the user for a name",
+                        "elicitation/create", elicitName("What is your name?"), "user_name",
+                        "Hello, "));
+  list.push_back(asking("test_input_required_result_sampling", "Asks the client's model a question",
+                        "sampling/createMessage", sampleQuestion("What is the capital of France?"),
+                        "capital", "The model says: "));
+  list.push_back(tool("test_input_required_result_list_roots", "Asks the client for its roots",
+                      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+                        BYD_ASSIGN_OR_RETURN(json answer,
+                                             peer.ask("roots/list", json::object(), "roots"));
+                        return textResult("Roots: " + answer.value("roots", json::array()).dump());
+                      }));
+  list.push_back(asking(
+      "test_input_required_result_request_state",
+      "Asks for a confirmation; the retry carries the request state", "elicitation/create",
+      {{"message", "Confirm?"},
+       {"requestedSchema", {{"type", "object"}, {"properties", {{"ok", {{"type", "boolean"}}}}}}}},
+      "confirm", "state-ok: "));
+  list.push_back(tool(
+      "test_input_required_result_multiple_inputs",
+      "Asks an elicitation, a sampling and a roots question at once", noArguments(),
+      [](const json&, Peer& peer) -> Result<json> {
+        BYD_ASSIGN_OR_RETURN(
+            json answers,
+            peer.askAll(
+                {{"user_name",
+                  {{"method", "elicitation/create"}, {"params", elicitName("What is your name?")}}},
+                 {"capital",
+                  {{"method", "sampling/createMessage"},
+                   {"params", sampleQuestion("What is the capital of France?")}}},
+                 {"roots", {{"method", "roots/list"}, {"params", json::object()}}}}));
+        return textResult("Got " + std::to_string(answers.size()) + " answers");
+      }));
+  list.push_back(tool(
+      "test_input_required_result_multi_round", "Asks two questions, one round after the other",
+      noArguments(), [](const json&, Peer& peer) -> Result<json> {
+        BYD_ASSIGN_OR_RETURN(json first, peer.ask("elicitation/create",
+                                                  elicitName("What is your name?"), "step_one"));
+        BYD_ASSIGN_OR_RETURN(
+            json second,
+            peer.ask("elicitation/create", elicitName("And your friend's name?"), "step_two"));
+        return textResult("Hello, " + answerText(first) + " and " + answerText(second));
+      }));
+  list.push_back(asking("test_input_required_result_tampered_state",
+                        "Asks for a name; a tampered request state is refused",
+                        "elicitation/create", elicitName("What is your name?"), "user_name",
+                        "Hello, "));
+  list.push_back(
+      tool("test_input_required_result_capabilities",
+           "Asks the user when it can, else the client's model", noArguments(),
+           [](const json&, Peer& peer) -> Result<json> {
+             const bool user = peer.clientSupports("elicitation");
+             BYD_ASSIGN_OR_RETURN(
+                 json answer,
+                 user ? peer.ask("elicitation/create", elicitName("Your name?"), "user_input")
+                      : peer.ask("sampling/createMessage", sampleQuestion("Make up a name"),
+                                 "sample_input"));
+             return textResult("Got: " + answerText(answer));
+           }));
+  list.push_back(tool(
+      "test_header_param", "Echoes a region sent also as Mcp-Param-Region",
+      {{"type", "object"},
+       {"properties",
+        {{"region",
+          {{"type", "string"}, {"description", "A region name"}, {"x-mcp-header", "Region"}}}}},
+       {"required", {"region"}}},
+      [](const json& args, Peer&) -> Result<json> {
+        return textResult("Region: " + args.value("region", ""));
+      }));
+  return list;
+}
+
 std::vector<CatalogTool> tools() {
   std::vector<CatalogTool> list;
   list.push_back(tool("test_simple_text", "Returns one text block", noArguments(),
@@ -218,13 +352,26 @@ std::vector<CatalogTool> tools() {
        {"type", "object"},
        {"$defs",
         {{"address",
-          {{"type", "object"},
+          {{"$anchor", "addressDef"},
+           {"type", "object"},
            {"properties", {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
-       {"properties", {{"name", {{"type", "string"}}}, {"address", {{"$ref", "#/$defs/address"}}}}},
+       {"properties",
+        {{"name", {{"type", "string"}}},
+         {"address", {{"$ref", "#/$defs/address"}}},
+         {"contactMethod", {{"type", "string"}, {"enum", {"phone", "email"}}}},
+         {"phone", {{"type", "string"}}},
+         {"email", {{"type", "string"}}}}},
+       {"allOf", {{{"anyOf", {{{"required", {"phone"}}}, {{"required", {"email"}}}}}}}},
+       {"if",
+        {{"properties", {{"contactMethod", {{"const", "phone"}}}}},
+         {"required", {"contactMethod"}}}},
+       {"then", {{"required", {"phone"}}}},
+       {"else", {{"required", {"email"}}}},
        {"additionalProperties", false}},
       [](const json& args, Peer&) -> Result<json> {
         return textResult("Received: " + args.dump());
       }));
+  for (CatalogTool& t : statelessTools()) list.push_back(std::move(t));
   return list;
 }
 
@@ -273,7 +420,7 @@ std::vector<Prompt> prompts() {
   std::vector<Prompt> list;
   list.push_back(
       {{{"name", "test_simple_prompt"}, {"description", "A prompt without arguments"}},
-       [](const std::map<std::string, std::string>&) -> Result<json> {
+       [](const std::map<std::string, std::string>&, Peer&) -> Result<json> {
          return json{{"messages", {message(text("This is a simple prompt for testing."))}}};
        }});
   list.push_back(
@@ -282,7 +429,7 @@ std::vector<Prompt> prompts() {
         {"arguments",
          {{{"name", "arg1"}, {"description", "First test argument"}, {"required", true}},
           {{"name", "arg2"}, {"description", "Second test argument"}, {"required", true}}}}},
-       [](const std::map<std::string, std::string>& args) -> Result<json> {
+       [](const std::map<std::string, std::string>& args, Peer&) -> Result<json> {
          return json{{"messages",
                       {message(text("Prompt with arguments: arg1='" + args.at("arg1") +
                                     "', arg2='" + args.at("arg2") + "'"))}}};
@@ -293,15 +440,29 @@ std::vector<Prompt> prompts() {
                     {{{"name", "resourceUri"},
                       {"description", "URI of the resource to embed"},
                       {"required", true}}}}},
-                  [](const std::map<std::string, std::string>& args) -> Result<json> {
+                  [](const std::map<std::string, std::string>& args, Peer&) -> Result<json> {
                     return json{{"messages",
                                  {message(embedded(args.at("resourceUri"), "text/plain",
                                                    "Embedded resource content for testing.")),
                                   message(text("Please process the embedded resource above."))}}};
                   }});
+  list.push_back({{{"name", "test_input_required_result_prompt"},
+                   {"description", "Asks the user for context before it answers"}},
+                  [](const std::map<std::string, std::string>&, Peer& peer) -> Result<json> {
+                    BYD_ASSIGN_OR_RETURN(
+                        json answer,
+                        peer.ask("elicitation/create",
+                                 {{"message", "What context should the prompt use?"},
+                                  {"requestedSchema",
+                                   {{"type", "object"},
+                                    {"properties", {{"context", {{"type", "string"}}}}},
+                                    {"required", {"context"}}}}},
+                                 "user_context"));
+                    return json{{"messages", {message(text("Context: " + answerText(answer)))}}};
+                  }});
   list.push_back(
       {{{"name", "test_prompt_with_image"}, {"description", "A prompt with an image"}},
-       [](const std::map<std::string, std::string>&) -> Result<json> {
+       [](const std::map<std::string, std::string>&, Peer&) -> Result<json> {
          return json{
              {"messages", {message(image()), message(text("Please analyze the image above."))}}};
        }});
@@ -328,6 +489,7 @@ Result<std::vector<std::string>> complete(const json& ref, const std::string& ar
 std::shared_ptr<const Catalog> fixtureCatalog() {
   auto catalog = std::make_shared<Catalog>();
   catalog->console_tools = false;
+  catalog->lists_change = true;  // test_trigger_tool_change and test_trigger_prompt_change
   catalog->tools = tools();
   catalog->resources = resources();
   catalog->templates = templates();

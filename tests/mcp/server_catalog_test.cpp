@@ -83,7 +83,7 @@ std::shared_ptr<Catalog> testCatalog(Recorder& rec, bool console_tools) {
         {"description", "a greeting"},
         {"arguments",
          {{{"name", "who"}, {"required", true}}, {{"name", "mood"}, {"required", false}}}}},
-       [](const std::map<std::string, std::string>& args) -> Result<json> {
+       [](const std::map<std::string, std::string>& args, Peer&) -> Result<json> {
          return json{{"messages",
                       {{{"role", "user"},
                         {"content", {{"type", "text"}, {"text", "hi " + args.at("who")}}}}}}};
