@@ -333,6 +333,139 @@ class HttpTransport(unittest.TestCase):
         self.assertEqual(s.request("GET", "/healthz")[0], 200)  # still serving
 
 
+STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def stateless_headers(method, name=None, version="2026-07-28"):
+    h = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    if name is not None:
+        h["Mcp-Name"] = name
+    return h
+
+
+class HttpStateless(unittest.TestCase):
+    """The stateless revision (2026-07-28) on the same endpoint as the sessions."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-http-stateless-")
+        with open(os.path.join(cls.tmp.name, "hello.txt"), "w") as f:
+            f.write("hello without a session\n")
+        cls.server = Server(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+    def call(self, rid, name, arguments, meta=None, headers=None):
+        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments,
+                           "_meta": {**STATELESS_META, **(meta or {})}}}
+        h = stateless_headers("tools/call", name)
+        h.update(headers or {})
+        return self.server.request("POST", body=body, headers=h)
+
+    def test_a_call_without_a_session(self):
+        status, h, body = self.call(3, "read_file", {"path": "hello.txt"})
+        self.assertEqual(status, 200, body)
+        self.assertNotIn("mcp-session-id", h)
+        answer = json.loads(body)
+        self.assertEqual(answer["id"], 3)
+        self.assertEqual(answer["result"]["resultType"], "complete")
+        self.assertIn("hello without a session", answer["result"]["content"][0]["text"])
+
+    def test_clients_using_the_same_id_get_their_own_answers(self):
+        results = {}
+
+        def run(word):
+            results[word] = self.call(1, "execute", {"command": f"sleep 0.5; echo {word}"})
+
+        threads = [threading.Thread(target=run, args=(w,)) for w in ("alpha", "beta", "gamma")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        for word, (status, _, body) in results.items():
+            self.assertEqual(status, 200, body)
+            answer = json.loads(body)
+            self.assertEqual(answer["id"], 1)
+            self.assertEqual(answer["result"]["structuredContent"]["stdout"], word + "\n")
+        self.assertEqual(len(results), 3)
+
+    def test_headers_must_match_the_body(self):
+        status, _, body = self.call(4, "read_file", {"path": "hello.txt"},
+                                    headers={"Mcp-Name": "write_file"})
+        self.assertEqual(status, 400)
+        self.assertEqual(json.loads(body)["error"]["code"], -32020)
+        self.assertEqual(json.loads(body)["id"], 4)
+        status, _, body = self.call(5, "read_file", {"path": "hello.txt"},
+                                    headers={"Mcp-Method": "tools/list"})
+        self.assertEqual((status, json.loads(body)["error"]["code"]), (400, -32020))
+        # The header's version and the body's must agree; an unknown one is named back.
+        status, _, body = self.call(6, "read_file", {"path": "hello.txt"},
+                                    meta={"io.modelcontextprotocol/protocolVersion": "2099-01-01"})
+        self.assertEqual((status, json.loads(body)["error"]["code"]), (400, -32020))
+        status, _, body = self.call(7, "read_file", {"path": "hello.txt"},
+                                    meta={"io.modelcontextprotocol/protocolVersion": "2099-01-01"},
+                                    headers={"MCP-Protocol-Version": "2099-01-01"})
+        error = json.loads(body)["error"]
+        self.assertEqual((status, error["code"]), (400, -32022))
+        self.assertEqual(error["data"]["requested"], "2099-01-01")
+
+    def test_methods_of_the_session_era_are_not_found(self):
+        for method in ("ping", "initialize", "logging/setLevel"):
+            body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"_meta": STATELESS_META}}
+            status, _, payload = self.server.request("POST", body=body,
+                                                     headers=stateless_headers(method))
+            self.assertEqual(status, 404, method)
+            self.assertEqual(json.loads(payload)["error"]["code"], -32601)
+
+    def test_discover_lists_both_eras(self):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                "params": {"_meta": STATELESS_META}}
+        status, _, payload = self.server.request("POST", body=body,
+                                                 headers=stateless_headers("server/discover"))
+        self.assertEqual(status, 200, payload)
+        result = json.loads(payload)["result"]
+        self.assertIn("2025-11-25", result["supportedVersions"])
+        self.assertIn("2026-07-28", result["supportedVersions"])
+        self.assertIn("tools", result["capabilities"])
+        # Sessions keep working beside it.
+        sid = self.server.initialize()
+        status, _, _ = self.server.call(sid, 2, "ls", {})
+        self.assertEqual(status, 200)
+
+    def test_closing_the_stream_cancels_the_call(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "execute",
+                           "arguments": {"command": "echo started; sleep 3232", "timeout_s": 60},
+                           "_meta": {**STATELESS_META, "progressToken": "p"}}}
+        conn.request("POST", "/mcp", body=json.dumps(body).encode(),
+                     headers={"Host": f"127.0.0.1:{self.server.port}",
+                              "Content-Type": "application/json", "Accept": ACCEPT,
+                              **stateless_headers("tools/call", "execute")})
+        resp = conn.getresponse()
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/event-stream"))
+        event_id, message = read_event(resp)
+        self.assertEqual(message["method"], "notifications/progress")
+        self.assertIsNone(event_id)  # stateless streams cannot be resumed: no event ids
+
+        def running():
+            return subprocess.run(["pgrep", "-f", "slee[p] 3232"],
+                                  capture_output=True).returncode == 0
+
+        self.assertTrue(running())
+        conn.close()
+        deadline = time.monotonic() + 30  # at the latest, the next keep-alive write notices
+        while time.monotonic() < deadline and running():
+            time.sleep(0.2)
+        self.assertFalse(running(), "the command of a closed stateless stream still runs")
+
+
 class HttpLimits(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="byd-http-")

@@ -318,3 +318,198 @@ TEST_F(CatalogTest, CompletionFiltersAndCaps) {
 
 }  // namespace
 }  // namespace byd::mcp
+
+namespace byd::mcp {
+namespace {
+
+// The same dispatcher serving requests of the stateless revision (2026-07-28).
+class StatelessServerTest : public ::testing::Test {
+ protected:
+  StatelessServerTest() {
+    auto c = std::make_shared<Catalog>();
+    c->console_tools = false;
+    c->lists_change = true;
+    c->tools.push_back(
+        {{{"name", "two_questions"}, {"description", "asks twice"}},
+         [this](const json&, Peer& peer) -> Result<json> {
+           ++runs_;
+           BYD_ASSIGN_OR_RETURN(json a,
+                                peer.ask("elicitation/create", {{"message", "first?"}}, "first"));
+           BYD_ASSIGN_OR_RETURN(json b,
+                                peer.ask("elicitation/create", {{"message", "second?"}}, "second"));
+           peer.log("info", "answered");
+           return json{{"content",
+                        {{{"type", "text"}, {"text", a["content"].dump() + b["content"].dump()}}}}};
+         }});
+    c->tools.push_back({{{"name", "change"}, {"description", "changes the tool list"}},
+                        [](const json&, Peer& peer) -> Result<json> {
+                          peer.listChanged("tools");
+                          return json{{"content", json::array()}};
+                        }});
+    c->resources.push_back(
+        {{{"uri", "mem://a"}, {"name", "a"}}, [](const std::string& uri) -> Result<json> {
+           return json::array({{{"uri", uri}, {"text", "A"}}});
+         }});
+    ServerOptions options;
+    options.catalog = c;
+    options.name = "srv";
+    options.version = "9";
+    server_ = std::make_unique<Server>(transport_, backend_, Limits{}, options);
+  }
+  ~StatelessServerTest() override { server_.reset(); }
+
+  static json meta(json caps = {{"elicitation", json::object()}}) {
+    return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", std::move(caps)}};
+  }
+  json call(const json& id, const std::string& method, json params) {
+    server_->onFrame(
+        json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
+    return transport_.waitForId(id);
+  }
+  json ask(const json& id, json inputs = nullptr, json state = nullptr, json m = meta()) {
+    json params = {{"name", "two_questions"}, {"arguments", json::object()}, {"_meta", m}};
+    if (!inputs.is_null()) params["inputResponses"] = inputs;
+    if (!state.is_null()) params["requestState"] = state;
+    return call(id, "tools/call", params);
+  }
+  std::vector<json> sentWithMethod(const std::string& method) {
+    std::vector<json> out;
+    for (const json& m : transport_.sent()) {
+      if (m.is_object() && m.value("method", "") == method) out.push_back(m);
+    }
+    return out;
+  }
+  void listen(const json& id, const json& filter) {
+    const json params = {{"_meta", meta()}, {"notifications", filter}};
+    server_->onFrame(
+        json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "subscriptions/listen"}, {"params", params}}
+            .dump());
+  }
+
+  std::atomic<int> runs_{0};
+  FakeTransport transport_;
+  StateBackend backend_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(StatelessServerTest, DiscoverNeedsNoInitialize) {
+  json r = call(1, "server/discover", {{"_meta", meta()}})["result"];
+  EXPECT_EQ(r["supportedVersions"].back(), "2026-07-28");
+  EXPECT_TRUE(r["capabilities"]["tools"]["listChanged"].get<bool>());
+  EXPECT_EQ(r["resultType"], "complete");
+  EXPECT_EQ(r["cacheScope"], "private");
+  EXPECT_TRUE(r["ttlMs"].is_number_integer());
+  EXPECT_EQ(r["_meta"]["io.modelcontextprotocol/serverInfo"],
+            json({{"name", "srv"}, {"version", "9"}}));
+  json list = call(2, "tools/list", {{"_meta", meta()}})["result"];
+  EXPECT_EQ(list["tools"].size(), 2u);
+  EXPECT_EQ(list["resultType"], "complete");
+  EXPECT_TRUE(list.contains("ttlMs"));
+  json read = call(3, "resources/read", {{"uri", "mem://a"}, {"_meta", meta()}})["result"];
+  EXPECT_EQ(read["ttlMs"], 0);
+}
+
+TEST_F(StatelessServerTest, BadMetaAndOldMethodsAreRefused) {
+  EXPECT_EQ(call(1, "server/discover", json::object())["error"]["code"], rpc::kInvalidParams);
+  json old = meta();
+  old["io.modelcontextprotocol/protocolVersion"] = "2025-11-25";
+  json unsupported = call(2, "tools/list", {{"_meta", old}});
+  EXPECT_EQ(unsupported["error"]["code"], stateless::kUnsupportedVersion);
+  EXPECT_EQ(unsupported["error"]["data"]["requested"], "2025-11-25");
+  for (const char* method :
+       {"ping", "initialize", "logging/setLevel", "resources/subscribe", "x/y"}) {
+    EXPECT_EQ(call(method, method, {{"_meta", meta()}})["error"]["code"], rpc::kMethodNotFound)
+        << method;
+  }
+}
+
+TEST_F(StatelessServerTest, QuestionsTravelAsInputRequiredResults) {
+  json r1 = ask(1)["result"];
+  ASSERT_EQ(r1["resultType"], "input_required") << r1.dump();
+  EXPECT_EQ(r1["inputRequests"]["first"]["method"], "elicitation/create");
+  EXPECT_FALSE(r1["inputRequests"].contains("second"));  // asked only once the first is answered
+  ASSERT_TRUE(r1["requestState"].is_string());
+  EXPECT_TRUE(sentWithMethod("elicitation/create").empty());  // never sent as a request
+
+  const json first = {{"first", {{"action", "accept"}, {"content", {{"n", 1}}}}}};
+  json r2 = ask(2, first, r1["requestState"])["result"];
+  ASSERT_EQ(r2["resultType"], "input_required") << r2.dump();
+  EXPECT_TRUE(r2["inputRequests"].contains("second"));
+  EXPECT_NE(r2["requestState"], r1["requestState"]);
+
+  // The last round carries only the new answer: the first comes back from the state.
+  json r3 =
+      ask(3, {{"second", {{"action", "accept"}, {"content", {{"n", 2}}}}}}, r2["requestState"]);
+  ASSERT_EQ(r3["result"]["resultType"], "complete") << r3.dump();
+  EXPECT_EQ(r3["result"]["content"][0]["text"], R"({"n":1}{"n":2})");
+  EXPECT_EQ(runs_, 3);
+}
+
+TEST_F(StatelessServerTest, AlteredStateAndMalformedAnswersAreNotTrusted) {
+  json r1 = ask(1)["result"];
+  const std::string state = r1["requestState"];
+  json tampered = ask(2, nullptr, state + "x");
+  EXPECT_EQ(tampered["error"]["code"], rpc::kInvalidParams) << tampered.dump();
+  // An answer of the wrong shape is no answer: the question comes again.
+  json again = ask(3, {{"first", 12345}}, state)["result"];
+  EXPECT_EQ(again["resultType"], "input_required");
+  EXPECT_TRUE(again["inputRequests"].contains("first"));
+}
+
+TEST_F(StatelessServerTest, MissingCapabilityIsItsOwnError) {
+  json r = ask(1, nullptr, nullptr, meta(json::object()));
+  EXPECT_EQ(r["error"]["code"], stateless::kMissingCapability) << r.dump();
+  EXPECT_EQ(r["error"]["data"]["requiredCapabilities"], json({{"elicitation", json::object()}}));
+}
+
+TEST_F(StatelessServerTest, LogMessagesOnlyWithALogLevel) {
+  const json answers = {{"first", {{"action", "accept"}}}, {"second", {{"action", "accept"}}}};
+  ask(1, answers);
+  EXPECT_TRUE(sentWithMethod("notifications/message").empty());
+  json m = meta();
+  m["io.modelcontextprotocol/logLevel"] = "info";
+  ask(2, answers, nullptr, m);
+  auto logs = sentWithMethod("notifications/message");
+  ASSERT_FALSE(logs.empty());
+  EXPECT_EQ(logs[0]["params"]["data"], "answered");
+}
+
+TEST_F(StatelessServerTest, ListenersGetWhatTheyAskedFor) {
+  listen("L", {{"toolsListChanged", true},
+               {"promptsListChanged", true},
+               {"resourceSubscriptions", {"mem://a", "mem://none"}}});
+  json ack = transport_.waitForMethod("notifications/subscriptions/acknowledged");
+  ASSERT_TRUE(ack.is_object());
+  EXPECT_EQ(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L");
+  // No prompts here, and only known resources are honoured.
+  EXPECT_EQ(ack["params"]["notifications"],
+            json({{"toolsListChanged", true}, {"resourceSubscriptions", {"mem://a"}}}));
+
+  call(1, "tools/call", {{"name", "change"}, {"_meta", meta()}});
+  auto changed = sentWithMethod("notifications/tools/list_changed");
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L");
+  server_->resourceUpdated("mem://a");
+  EXPECT_EQ(sentWithMethod("notifications/resources/updated").size(), 1u);
+
+  // Cancelling the listen request ends the subscription.
+  server_->onFrame(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}})");
+  call(2, "tools/call", {{"name", "change"}, {"_meta", meta()}});
+  EXPECT_EQ(sentWithMethod("notifications/tools/list_changed").size(), 1u);
+}
+
+TEST_F(StatelessServerTest, TheServerEndsOpenSubscriptionsWithAResult) {
+  listen(77, {{"toolsListChanged", true}});
+  ASSERT_TRUE(transport_.waitForMethod("notifications/subscriptions/acknowledged").is_object());
+  server_->cancelAll();
+  json end = transport_.waitForId(77);
+  EXPECT_EQ(end["result"]["resultType"], "complete");
+  EXPECT_EQ(end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 77);
+  EXPECT_EQ(call(3, "subscriptions/listen", {{"_meta", meta()}})["error"]["code"],
+            rpc::kInvalidParams);  // no notifications filter
+}
+
+}  // namespace
+}  // namespace byd::mcp
