@@ -174,6 +174,8 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
   http.read_timeout = std::chrono::seconds(static_cast<int64_t>(config.read_timeout_s));
   http.version = BYD_VERSION;
+  // Stateless clients would share one workspace: not when each session must have its own.
+  http.stateless = config.workspace_root.empty();
   byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
   if (byd::Status s = server.bind(); !s.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());

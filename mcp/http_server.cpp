@@ -73,7 +73,7 @@ std::pair<std::string, std::string> splitHostPort(const std::string& hostport) {
 
 void jsonError(httplib::Response& res, int status, int code, const std::string& message) {
   res.status = status;
-  res.set_content(makeError(nullptr, code, message).dump(), "application/json");
+  res.set_content(serialize(makeError(nullptr, code, message)), "application/json");
 }
 
 bool accepts(const httplib::Request& req, const char* type) {
@@ -302,8 +302,10 @@ struct HttpServer::Impl {
             }
             out += sseEvent(exchange->events[*cursor - exchange->first]);
           }
-          // Ends with the answer, the session, or when the call asked to end the connection.
+          // Ends with the answer, the session, or when the call asked to end the connection;
+          // then a client may resume it at once.
           const bool finished = exchange->done || std::exchange(exchange->cut, false);
+          if (finished) exchange->reading = false;
           lock.unlock();
           if (out.empty() && !finished) out = ": keep-alive\n\n";
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
@@ -416,8 +418,14 @@ struct HttpServer::Impl {
       return;
     }
     if (!message.is_object() || message.value("jsonrpc", "") != "2.0" ||
-        !(message.contains("method") || isResponse(message))) {
+        !(message.contains("method") || isResponse(message)) ||
+        (message.contains("method") && !message["method"].is_string())) {
       jsonError(res, 400, rpc::kInvalidRequest, "the body must be one JSON-RPC 2.0 message");
+      return;
+    }
+    if (message.contains("id") && !message["id"].is_string() &&
+        !message["id"].is_number_integer()) {
+      jsonError(res, 400, rpc::kInvalidRequest, "\"id\" must be a string or an integer");
       return;
     }
     if (!req.has_header(kSessionHeader) && isStateless(req, message)) {
@@ -445,7 +453,9 @@ struct HttpServer::Impl {
   // its _meta, name a version of no session-era revision, or ask for server/discover.
   static bool isStateless(const httplib::Request& req, const json& message) {
     if (stateless::hasModernMeta(message.value("params", json()))) return true;
-    if (message.value("method", "") == "server/discover") return true;
+    const std::string method = message.value("method", "");
+    if (method == "server/discover") return true;
+    if (method == "initialize") return false;  // a session-era client, whatever its header says
     if (!req.has_header(kVersionHeader)) return false;
     const std::string version = req.get_header_value(kVersionHeader);
     return std::find(kProtocolVersions.begin(), kProtocolVersions.end(), version) ==
@@ -499,10 +509,18 @@ struct HttpServer::Impl {
       return;
     }
     const json& id = message["id"];
+    if (!options.stateless) {
+      // A modern client that gets no modern error falls back to initialize.
+      jsonError(res, 400, rpc::kInvalidRequest,
+                "this server keeps a workspace per session (--workspace-root), which stateless "
+                "requests would have to share: send initialize");
+      return;
+    }
     auto mismatch = [&](const std::string& why) {
       res.status = 400;
-      res.set_content(makeError(id, stateless::kHeaderMismatch, "header mismatch: " + why).dump(),
-                      "application/json");
+      res.set_content(
+          serialize(makeError(id, stateless::kHeaderMismatch, "header mismatch: " + why)),
+          "application/json");
     };
     if (!req.has_header(kVersionHeader)) {
       mismatch("the MCP-Protocol-Version header is required");
@@ -549,9 +567,12 @@ struct HttpServer::Impl {
       std::lock_guard lock((*session)->frame_mu);
       (*session)->server->onFrame(rewritten.dump());
     }
+    // A quick answer goes out as JSON; after a second the answer comes as a stream, whose
+    // keep-alives notice a client that went away (which cancels the request).
     std::unique_lock lock(exchange->mu);
-    exchange->cv.wait(lock, [&] { return !exchange->events.empty() || exchange->done; });
-    if (exchange->events.empty()) {  // cancelled: no answer comes
+    exchange->cv.wait_for(lock, std::chrono::seconds(1),
+                          [&] { return !exchange->events.empty() || exchange->done; });
+    if (exchange->events.empty() && exchange->done) {  // cancelled: no answer comes
       res.status = 204;
       return;
     }

@@ -37,6 +37,9 @@ struct HttpOptions {
   size_t threads = 64;                      // HTTP connections served at once
   std::chrono::seconds shutdown_grace{10};  // for calls in flight at stop()
   std::string version;                      // reported by /healthz
+  // Requests of the stateless revision (2026-07-28) are served, by one dispatcher and backend
+  // shared by every such client. Off when each session must have a workspace of its own.
+  bool stateless = true;
 };
 
 // The backend of one session, and whatever keeps it alive.

@@ -67,6 +67,8 @@ const char* capabilityFor(std::string_view method) {
 // The message of a failure for want of a client capability; errorFor() recognises it and
 // names the capability in the error's data.
 constexpr std::string_view kNeedsCapability = "the client did not declare the capability ";
+// The message of resources/read for an unknown URI, followed by the URI.
+constexpr std::string_view kResourceNotFound = "resource not found: ";
 
 Status missingCapability(std::string_view capability, std::string_view method) {
   return failedPrecondition(std::string(kNeedsCapability) + std::string(capability) + " that " +
@@ -178,6 +180,7 @@ struct Server::Listener {
   json id;
   json honored;  // the subset of its notifications filter the server serves
   std::set<std::string> uris;
+  bool active = false;  // acknowledged: notifications may follow
 };
 
 Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOptions options,
@@ -200,13 +203,13 @@ Server::~Server() {
 template <typename P>
 void Server::bind(std::string name, Result<P> (*parse)(const json&),
                   Result<json> (Server::*fn)(const P&, const Caller&), bool before_init,
-                  bool stateless) {
+                  bool stateless, bool pooled) {
   methods_[std::move(name)] =
       Method{[this, parse, fn](const json& params, const Caller& caller) -> Result<json> {
                BYD_ASSIGN_OR_RETURN(P p, parse(params));
                return (this->*fn)(p, caller);
              },
-             before_init, stateless};
+             before_init, stateless, pooled};
 }
 
 void Server::bindMethods() {
@@ -215,9 +218,9 @@ void Server::bindMethods() {
   bind("ping", parseAnyParams, &Server::onPing, true, false);
   bind("server/discover", parseAnyParams, &Server::onDiscover, true, true);
   bind("tools/list", parseList, &Server::onListTools, false, true);
+  bind("tools/call", parseCallTool, &Server::onCallTool, false, true, /*pooled=*/true);
   bind("logging/setLevel", parseSetLevel, &Server::onSetLevel, false, false);
-  // tools/call and subscriptions/listen are bound separately: the first runs on the worker
-  // pool (startToolCall), the second stays open (startListen).
+  // subscriptions/listen is served apart (startListen): its stream stays open.
   const Catalog* catalog = options_.catalog.get();
   if (catalog == nullptr) return;
   if (!catalog->resources.empty() || !catalog->templates.empty()) {
@@ -229,7 +232,8 @@ void Server::bindMethods() {
   }
   if (!catalog->prompts.empty()) {
     bind("prompts/list", parseList, &Server::onListPrompts, false, true);
-    bind("prompts/get", parseGetPrompt, &Server::onGetPrompt, false, true);
+    // Pooled: a prompt may ask the client, whose answer arrives on the reading thread.
+    bind("prompts/get", parseGetPrompt, &Server::onGetPrompt, false, true, /*pooled=*/true);
   }
   if (catalog->complete) {
     bind("completion/complete", parseComplete, &Server::onComplete, false, true);
@@ -238,11 +242,17 @@ void Server::bindMethods() {
 
 Caller Server::sessionCaller() const {
   std::lock_guard lock(mu_);
-  return Caller{protocol_version_, client_.capabilities, std::nullopt, false};
+  return Caller{protocol_version_, client_.capabilities, std::nullopt, false, CancelToken()};
 }
 
 json Server::errorFor(const json& id, const Status& status, const Caller& caller) const {
   const std::string& message = status.message();
+  if (status.code() == Code::kNotFound && caller.stateless &&
+      message.starts_with(kResourceNotFound)) {
+    // 2026-07-28: an unknown resource is invalid params, naming the URI.
+    return makeError(id, rpc::kInvalidParams, message,
+                     {{"uri", message.substr(kResourceNotFound.size())}});
+  }
   if (status.code() == Code::kFailedPrecondition && message.starts_with(kNeedsCapability)) {
     const std::string rest = message.substr(kNeedsCapability.size());
     const std::string capability = rest.substr(0, rest.find(' '));
@@ -319,9 +329,17 @@ void Server::onOversizedFrame(size_t bytes) {
 void Server::dispatch(const json& value, const Sink& sink) {
   Message m = classify(value);
   switch (m.kind) {
-    case Kind::kRequest:
-      handleRequest(std::move(m), sink);
+    case Kind::kRequest: {
+      const json id = m.id;
+      try {
+        handleRequest(std::move(m), sink);
+      } catch (const std::exception& e) {
+        // Whatever one request causes, it is answered (with its id) and the rest go on.
+        spdlog::error("handling a request threw: {}", e.what());
+        deliver(sink, makeError(id, rpc::kInternalError, "internal error"));
+      }
       return;
+    }
     case Kind::kNotification:
       handleNotification(m);
       deliver(sink, std::nullopt);
@@ -347,32 +365,23 @@ void Server::deliver(const Sink& sink, std::optional<json> response) {
 }
 
 void Server::handleRequest(Message m, const Sink& sink) {
-  if (options_.stateless_only || m.method == "server/discover" ||
-      stateless::hasModernMeta(m.params)) {
+  Caller caller = sessionCaller();
+  const bool initialized = !caller.version.empty();
+  // A session's requests stay in the session, whatever their _meta says.
+  if (options_.stateless_only ||
+      (!initialized && (m.method == "server/discover" || stateless::hasModernMeta(m.params)))) {
     handleStateless(std::move(m), sink);
     return;
   }
-  const Caller caller = sessionCaller();
-  const bool initialized = !caller.version.empty();
-  if (m.method == "tools/call" && initialized) {
-    startToolCall(std::move(m), sink, caller);
-    return;
-  }
-  const auto start = std::chrono::steady_clock::now();
   auto it = methods_.find(m.method);
-  json response;
-  if (it == methods_.end() && m.method != "tools/call") {
-    response = makeError(m.id, rpc::kMethodNotFound, "method not found: " + m.method);
-  } else if (!initialized && (it == methods_.end() || !it->second.before_init)) {
-    response = makeError(m.id, rpc::kInvalidRequest,
-                         "the session is not initialized: send initialize first");
+  if (it == methods_.end()) {
+    deliver(sink, makeError(m.id, rpc::kMethodNotFound, "method not found: " + m.method));
+  } else if (!initialized && !it->second.before_init) {
+    deliver(sink, makeError(m.id, rpc::kInvalidRequest,
+                            "the session is not initialized: send initialize first"));
   } else {
-    Result<json> result = it->second.handler(m.params, caller);
-    response = result.ok() ? makeResult(m.id, std::move(*result))
-                           : errorFor(m.id, result.status(), caller);
+    serve(std::move(m), sink, std::move(caller), it->second);
   }
-  spdlog::info("<- {} {:.2f} ms", m.method, msSince(start));
-  deliver(sink, std::move(response));
 }
 
 void Server::handleStateless(Message m, const Sink& sink) {
@@ -382,29 +391,78 @@ void Server::handleStateless(Message m, const Sink& sink) {
     return;
   }
   const auto& request = std::get<stateless::RequestMeta>(meta);
-  const Caller caller{request.version, request.capabilities, request.log_level, true};
-  if (m.method == "tools/call") {
-    startToolCall(std::move(m), sink, caller);
-    return;
-  }
+  Caller caller{request.version, request.capabilities, request.log_level, true, CancelToken()};
   if (m.method == "subscriptions/listen") {
     startListen(m, sink, caller);
     return;
   }
-  const auto start = std::chrono::steady_clock::now();
   auto it = methods_.find(m.method);
-  json response;
   if (it == methods_.end() || !it->second.stateless) {
-    response = makeError(m.id, rpc::kMethodNotFound,
-                         "method not found: " + m.method +
-                             (it == methods_.end() ? "" : " (not part of the stateless revision)"));
-  } else {
-    Result<json> result = it->second.handler(m.params, caller);
-    response = result.ok() ? makeResult(m.id, finishStateless(m.method, std::move(*result)))
-                           : errorFor(m.id, result.status(), caller);
+    deliver(sink,
+            makeError(m.id, rpc::kMethodNotFound,
+                      "method not found: " + m.method +
+                          (it == methods_.end() ? "" : " (not part of the stateless revision)")));
+    return;
   }
-  spdlog::info("<- {} (stateless) {:.2f} ms", m.method, msSince(start));
-  deliver(sink, std::move(response));
+  serve(std::move(m), sink, std::move(caller), it->second);
+}
+
+void Server::serve(Message m, const Sink& sink, Caller caller, const Method& method) {
+  auto answer = [this](const json& id, const std::string& name, Result<json> result,
+                       const Caller& caller) {
+    if (!result.ok()) return errorFor(id, result.status(), caller);
+    if (!result->is_object()) {
+      spdlog::error("{} answered with a result that is no object", name);
+      return makeError(id, rpc::kInternalError, "internal error");
+    }
+    return makeResult(
+        id, caller.stateless ? finishStateless(name, std::move(*result)) : std::move(*result));
+  };
+  if (!method.pooled) {
+    const auto start = std::chrono::steady_clock::now();
+    json response = answer(m.id, m.method, method.handler(m.params, caller), caller);
+    spdlog::info("<- {}{} {:.2f} ms", m.method, caller.stateless ? " (stateless)" : "",
+                 msSince(start));
+    deliver(sink, std::move(response));
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (in_flight_.contains(idKey(m.id)) || listeners_.contains(idKey(m.id))) {
+      deliver(sink, makeError(m.id, rpc::kInvalidRequest,
+                              "request id " + idKey(m.id) + " is already in use"));
+      return;
+    }
+    in_flight_.emplace(idKey(m.id), caller.cancel);
+    ++active_;
+  }
+  pool_.post([this, m = std::move(m), sink, caller, handler = method.handler, answer] {
+    const RequestScope scope(m.id);  // what this thread sends belongs to this request
+    const auto start = std::chrono::steady_clock::now();
+    const CancelToken& token = caller.cancel;
+    json response;
+    try {
+      // Cancelled while it waited in the queue: skip the work, the answer is dropped anyway.
+      response = answer(
+          m.id, m.method,
+          token.cancelled() ? Result<json>(cancelled("cancelled")) : handler(m.params, caller),
+          caller);
+    } catch (const std::exception& e) {
+      // Never pass exception text to the client: it may hold paths or internals.
+      spdlog::error("{} threw: {}", m.method, e.what());
+      response = makeError(m.id, rpc::kInternalError, "internal error");
+    }
+    spdlog::info("<- {}{} {:.2f} ms{}", m.method, caller.stateless ? " (stateless)" : "",
+                 msSince(start), token.cancelled() ? " (cancelled)" : "");
+    {
+      std::lock_guard lock(mu_);
+      in_flight_.erase(idKey(m.id));
+    }
+    // A cancelled request gets no answer at all (MCP cancellation).
+    deliver(sink, token.cancelled() ? std::nullopt : std::optional<json>(std::move(response)));
+    std::lock_guard lock(mu_);
+    if (--active_ == 0) idle_.notify_all();
+  });
 }
 
 void Server::startListen(const Message& m, const Sink& sink, const Caller& caller) {
@@ -418,11 +476,13 @@ void Server::startListen(const Message& m, const Sink& sink, const Caller& calle
   json honored = json::object();
   for (const char* list : {"tools", "prompts", "resources"}) {
     const std::string key = std::string(list) + "ListChanged";
-    if (filter.value(key, false) && caps.contains(list) && caps[list].value("listChanged", false)) {
+    const auto wanted = filter.find(key);
+    if (wanted != filter.end() && *wanted == true && caps.contains(list) &&
+        caps[list].value("listChanged", false)) {
       honored[key] = true;
     }
   }
-  Listener listener{m.id, json::object(), {}};
+  Listener listener{m.id, json::object(), {}, false};
   if (auto uris = filter.find("resourceSubscriptions");
       uris != filter.end() && uris->is_array() && caps.contains("resources")) {
     for (const json& uri : *uris) {
@@ -440,15 +500,25 @@ void Server::startListen(const Message& m, const Sink& sink, const Caller& calle
                               "request id " + idKey(m.id) + " is already in use"));
       return;
     }
-    listeners_.emplace(idKey(m.id), std::move(listener));
+    if (listeners_.size() >= options_.max_listeners) {
+      deliver(sink, makeError(m.id, rpc::kInvalidRequest,
+                              "too many open subscriptions (" +
+                                  std::to_string(options_.max_listeners) + ")"));
+      return;
+    }
+    listeners_.emplace(idKey(m.id), std::move(listener));  // inactive until acknowledged
   }
   deliver(sink, std::nullopt);  // the stream stays open: nothing goes into a batch
   spdlog::info("<- subscriptions/listen {} (stateless) for {}", idKey(m.id), honored.dump());
-  const RequestScope scope(m.id);  // the acknowledgement opens the listen stream
-  transport_.send(
-      makeNotification("notifications/subscriptions/acknowledged",
-                       {{"_meta", {{std::string(stateless::kMetaSubscriptionId), m.id}}},
-                        {"notifications", honored}}));
+  {
+    const RequestScope scope(m.id);  // the acknowledgement opens the listen stream
+    transport_.send(
+        makeNotification("notifications/subscriptions/acknowledged",
+                         {{"_meta", {{std::string(stateless::kMetaSubscriptionId), m.id}}},
+                          {"notifications", honored}}));
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = listeners_.find(idKey(m.id)); it != listeners_.end()) it->second.active = true;
   (void)caller;
 }
 
@@ -476,60 +546,6 @@ void Server::handleNotification(const Message& m) {
   spdlog::debug("ignored notification {}", m.method);
 }
 
-void Server::startToolCall(Message m, const Sink& sink, const Caller& caller) {
-  auto params = parseCallTool(m.params);
-  if (!params.ok()) {
-    deliver(sink, errorFromStatus(m.id, params.status()));
-    return;
-  }
-  CancelToken token;
-  {
-    std::lock_guard lock(mu_);
-    if (!in_flight_.emplace(idKey(m.id), token).second) {
-      deliver(sink, makeError(m.id, rpc::kInvalidRequest,
-                              "request id " + idKey(m.id) + " is already in use"));
-      return;
-    }
-    ++active_;
-  }
-  pool_.post([this, id = m.id, p = std::move(*params), token, sink, caller] {
-    const RequestScope scope(id);  // what this thread sends belongs to this call
-    const auto start = std::chrono::steady_clock::now();
-    json response;
-    try {
-      // Cancelled while it waited in the queue: skip the work, the answer is dropped anyway.
-      Result<json> result =
-          token.cancelled() ? Result<json>(cancelled("cancelled")) : runToolCall(p, token, caller);
-      if (!result.ok()) {
-        response = errorFor(id, result.status(), caller);
-      } else {
-        response =
-            makeResult(id, caller.stateless ? finishStateless("tools/call", std::move(*result))
-                                            : std::move(*result));
-      }
-    } catch (const std::exception& e) {
-      // Never pass exception text to the client: it may hold paths or internals.
-      spdlog::error("tools/call {} threw: {}", p.name, e.what());
-      response = makeError(id, rpc::kInternalError, "internal error");
-    }
-    const bool is_error = response.contains("error") || response["result"].value("isError", false);
-    spdlog::info("<- tools/call {} {:.2f} ms{}", p.name, msSince(start),
-                 token.cancelled() ? " (cancelled)"
-                 : is_error        ? " (error)"
-                                   : "");
-    logToClient(is_error ? 2 : 0,
-                {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}}, caller);
-    {
-      std::lock_guard lock(mu_);
-      in_flight_.erase(idKey(id));
-    }
-    // A cancelled request gets no answer at all (MCP cancellation).
-    deliver(sink, token.cancelled() ? std::nullopt : std::optional<json>(std::move(response)));
-    std::lock_guard lock(mu_);
-    if (--active_ == 0) idle_.notify_all();
-  });
-}
-
 std::function<void(double, std::optional<double>, std::string)> Server::progressReporter(
     const json& progress_token) {
   if (progress_token.is_null()) return nullptr;
@@ -549,8 +565,18 @@ const CatalogTool* Server::findCatalogTool(std::string_view name) const {
   return nullptr;
 }
 
-Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& token,
-                                 const Caller& caller) {
+Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<json> result = runToolCall(p, caller);
+  const bool is_error = !result.ok() || !result->is_object() || result->value("isError", false);
+  logToClient(is_error ? 2 : 0,
+              {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}}, caller);
+  if (is_error && !caller.cancel.cancelled()) spdlog::info("tools/call {} failed", p.name);
+  return result;
+}
+
+Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) {
+  const CancelToken& token = caller.cancel;
   if (const CatalogTool* tool = findCatalogTool(p.name)) {
     // Bad arguments are the model's to fix, so they come back as a tool error, as for the
     // console tools.
@@ -559,7 +585,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
         return json{{"content", {{{"type", "text"}, {"text", s.message()}}}}, {"isError", true}};
       }
     }
-    return withPeer("tools/call", p.name, p.input, p.progress_token, token, caller,
+    return withPeer("tools/call", p.name, p.arguments, p.input, p.progress_token, caller,
                     [&](Peer& peer) { return tool->call(p.arguments, peer); });
   }
   const Tool* tool = findTool(p.name);
@@ -593,29 +619,37 @@ Result<json> Server::runToolCall(const CallToolParams& p, const CancelToken& tok
 }
 
 Result<json> Server::withPeer(const std::string& method, const std::string& name,
-                              const InputResponses& input, const json& progress_token,
-                              const CancelToken& token, const Caller& caller,
+                              const json& arguments, const InputResponses& input,
+                              const json& progress_token, const Caller& caller,
                               const std::function<Result<json>(Peer&)>& run) {
   json answers = json::object();
+  // A requestState is bound to the arguments of the request it was issued for.
+  const std::string digest = signer_.digest(arguments.dump());
   if (caller.stateless) {
+    // Answers the client sends now; what an earlier round settled (signed) wins over them.
+    if (input.responses.is_object()) answers = input.responses;
     if (input.request_state) {
       BYD_ASSIGN_OR_RETURN(json state, signer_.verify(*input.request_state, method, name));
-      answers = state.value("answers", json::object());
-    }
-    if (input.responses.is_object()) {
-      for (const auto& [key, answer] : input.responses.items()) answers[key] = answer;
+      if (state.value("arguments", "") != digest) {
+        return invalidArgument("requestState belongs to a request with other arguments");
+      }
+      const json settled = state.value("answers", json::object());
+      if (settled.is_object()) {
+        for (const auto& [key, answer] : settled.items()) answers[key] = answer;
+      }
     }
   }
   const json* id = currentRequest();
   const json no_id;
-  CallPeer peer(*this, id != nullptr ? *id : no_id, name, progress_token, token, caller,
+  CallPeer peer(*this, id != nullptr ? *id : no_id, name, progress_token, caller.cancel, caller,
                 std::move(answers));
   Result<json> result = run(peer);
   if (!peer.open().empty()) {
     // Questions the client has not answered yet: it answers them and asks again.
     return json{{"resultType", "input_required"},
                 {"inputRequests", peer.open()},
-                {"requestState", signer_.sign({{"answers", peer.used()}}, method, name)}};
+                {"requestState",
+                 signer_.sign({{"answers", peer.used()}, {"arguments", digest}}, method, name)}};
   }
   return result;
 }
@@ -771,7 +805,7 @@ Result<json> Server::onReadResource(const UriParams& p, const Caller&) {
       return json{{"contents", std::move(contents)}};
     }
   }
-  return Status(Code::kNotFound, "resource not found: " + p.uri);
+  return Status(Code::kNotFound, std::string(kResourceNotFound) + p.uri);
 }
 
 bool Server::knownResource(const std::string& uri) const {
@@ -785,7 +819,7 @@ bool Server::knownResource(const std::string& uri) const {
 }
 
 Result<json> Server::onSubscribe(const UriParams& p, const Caller&) {
-  if (!knownResource(p.uri)) return Status(Code::kNotFound, "resource not found: " + p.uri);
+  if (!knownResource(p.uri)) return Status(Code::kNotFound, std::string(kResourceNotFound) + p.uri);
   std::lock_guard lock(mu_);
   subscriptions_.insert(p.uri);
   return json::object();
@@ -804,7 +838,7 @@ void Server::resourceUpdated(const std::string& uri) {
     std::lock_guard lock(mu_);
     subscribed = subscriptions_.contains(uri);
     for (const auto& [key, l] : listeners_) {
-      if (l.uris.contains(uri)) listeners.push_back(l.id);
+      if (l.active && l.uris.contains(uri)) listeners.push_back(l.id);
     }
   }
   if (subscribed) {
@@ -827,7 +861,7 @@ void Server::listChanged(std::string_view list) {
     std::lock_guard lock(mu_);
     session = !protocol_version_.empty();
     for (const auto& [k, l] : listeners_) {
-      if (l.honored.value(key, false)) listeners.push_back(l.id);
+      if (l.active && l.honored.value(key, false)) listeners.push_back(l.id);
     }
   }
   const json caps = capabilities();
@@ -861,7 +895,7 @@ Result<json> Server::onGetPrompt(const GetPromptParams& p, const Caller& caller)
         return invalidArgument("prompt " + p.name + " needs the argument '" + name + "'");
       }
     }
-    return withPeer("prompts/get", p.name, p.input, nullptr, CancelToken(), caller,
+    return withPeer("prompts/get", p.name, json(p.arguments), p.input, nullptr, caller,
                     [&](Peer& peer) { return prompt.get(p.arguments, peer); });
   }
   return invalidArgument("unknown prompt: " + p.name);

@@ -45,6 +45,7 @@ struct ServerOptions {
   // transport's dispatcher for requests outside sessions). Otherwise requests with
   // io.modelcontextprotocol/ keys in _meta, and server/discover, are.
   bool stateless_only = false;
+  size_t max_listeners = 16;  // open subscriptions/listen streams (each holds a connection)
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the
@@ -54,6 +55,7 @@ struct Caller {
   json capabilities = json::object();
   std::optional<int> log_level;  // stateless: from _meta (none: no log messages)
   bool stateless = false;
+  CancelToken cancel;  // requests run on the worker pool: cancelled by the client or at shutdown
   bool has(std::string_view capability) const {
     return capabilities.is_object() && capabilities.contains(capability);
   }
@@ -103,19 +105,22 @@ class Server : public MessageHandler {
     Handler handler;
     bool before_init = false;  // served before initialize (session era)
     bool stateless = false;    // served to stateless requests (2026-07-28)
+    bool pooled = false;       // runs on the worker pool, cancellable (tools/call, prompts/get)
   };
 
   void bindMethods();
   template <typename P>
   void bind(std::string name, Result<P> (*parse)(const json&),
-            Result<json> (Server::*fn)(const P&, const Caller&), bool before_init, bool stateless);
+            Result<json> (Server::*fn)(const P&, const Caller&), bool before_init, bool stateless,
+            bool pooled = false);
 
   void handleFrame(std::string_view frame);
   void dispatch(const json& value, const Sink& sink);
   void handleRequest(Message m, const Sink& sink);
   void handleStateless(Message m, const Sink& sink);
   void handleNotification(const Message& m);
-  void startToolCall(Message m, const Sink& sink, const Caller& caller);
+  // Answers a request from the method table, at once or (pooled methods) from the worker pool.
+  void serve(Message m, const Sink& sink, Caller caller, const Method& method);
   void startListen(const Message& m, const Sink& sink, const Caller& caller);
   void deliver(const Sink& sink, std::optional<json> response);
   // The session's view of its client, for requests of the session era.
@@ -140,13 +145,14 @@ class Server : public MessageHandler {
   Result<json> onListPrompts(const ListParams& p, const Caller& caller);
   Result<json> onGetPrompt(const GetPromptParams& p, const Caller& caller);
   Result<json> onComplete(const CompleteParams& p, const Caller& caller);
-  Result<json> runToolCall(const CallToolParams& p, const CancelToken& token, const Caller& caller);
+  Result<json> onCallTool(const CallToolParams& p, const Caller& caller);
+  Result<json> runToolCall(const CallToolParams& p, const Caller& caller);
   // Runs a catalog handler with a peer; for stateless requests turns open questions into an
   // InputRequiredResult and checks the requestState of a retry.
-  Result<json> withPeer(const std::string& method, const std::string& name,
+  // `arguments` bind a requestState to the request it was issued for.
+  Result<json> withPeer(const std::string& method, const std::string& name, const json& arguments,
                         const InputResponses& input, const json& progress_token,
-                        const CancelToken& token, const Caller& caller,
-                        const std::function<Result<json>(Peer&)>& run);
+                        const Caller& caller, const std::function<Result<json>(Peer&)>& run);
   bool toolVisible(const Tool& tool) const;
   json capabilities() const;
   const CatalogTool* findCatalogTool(std::string_view name) const;

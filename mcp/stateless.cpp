@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "common/text.h"
 #include "mcp/protocol.h"
@@ -63,7 +64,8 @@ std::optional<std::string> headerForm(const json& value) {
   if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
   if (value.is_number_float()) {
     const double d = value.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) {
+    // Only integral values within int64's range have a decimal form to compare with.
+    if (d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) {
       return std::to_string(static_cast<int64_t>(d));
     }
   }
@@ -115,7 +117,9 @@ std::variant<RequestMeta, MetaError> readMeta(const json& params) {
     out.log_level = static_cast<int>(it - kLogLevels.begin());
   }
   if (auto info = meta->find(kMetaClientInfo); info != meta->end() && info->is_object()) {
-    out.client_name = info->value("name", "");
+    if (auto name = info->find("name"); name != info->end() && name->is_string()) {
+      out.client_name = name->get<std::string>();
+    }
   }
   if (out.version != kVersion) {
     const bool legacy = std::find(kProtocolVersions.begin(), kProtocolVersions.end(),
@@ -154,7 +158,10 @@ Result<std::string> decodeHeaderValue(std::string_view raw) {
 }
 
 Status checkHeaders(const json& request, const HeaderLookup& header, const json& header_params) {
-  const std::string method = request.value("method", "");
+  if (!request.is_object() || !request.contains("method") || !request["method"].is_string()) {
+    return invalidArgument("the request has no method");
+  }
+  const std::string method = request["method"].get<std::string>();
   auto sent = header("Mcp-Method");
   if (!sent) return invalidArgument("the Mcp-Method header is required");
   if (trimSpaces(*sent) != method) {
@@ -172,8 +179,11 @@ Status checkHeaders(const json& request, const HeaderLookup& header, const json&
     if (!decoded.ok()) {
       return invalidArgument("the Mcp-Name header is malformed: " + decoded.status().message());
     }
-    const std::string body = params.is_object() ? params.value(name_field, "") : "";
-    if (*decoded != body) {
+    const json* field =
+        params.is_object() && params.contains(name_field) ? &params[name_field] : nullptr;
+    const std::string body =
+        field != nullptr && field->is_string() ? field->get<std::string>() : "";
+    if (field == nullptr || !field->is_string() || *decoded != body) {
       return invalidArgument("the Mcp-Name header '" + *decoded + "' does not match params." +
                              name_field + " '" + body + "'");
     }
@@ -285,8 +295,9 @@ Result<json> StateSigner::verify(std::string_view state, std::string_view method
 bool validInputResponse(std::string_view method, const json& answer) {
   if (!answer.is_object()) return false;
   if (method == "elicitation/create") {
-    const std::string action = answer.value("action", "");
-    return action == "accept" || action == "decline" || action == "cancel";
+    auto action = answer.find("action");
+    return action != answer.end() && action->is_string() &&
+           (*action == "accept" || *action == "decline" || *action == "cancel");
   }
   if (method == "sampling/createMessage") {
     return answer.contains("role") && answer.contains("content");

@@ -89,6 +89,8 @@ class StateSigner {
   // The payload, or InvalidArgument when the state was altered, is for another request, or
   // has expired.
   Result<json> verify(std::string_view state, std::string_view method, std::string_view name) const;
+  // A keyed digest of `data` (hex), to bind a state to the request's arguments.
+  std::string digest(std::string_view data) const { return mac(data); }
 
  private:
   std::string mac(std::string_view data) const;

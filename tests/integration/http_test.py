@@ -465,6 +465,59 @@ class HttpStateless(unittest.TestCase):
             time.sleep(0.2)
         self.assertFalse(running(), "the command of a closed stateless stream still runs")
 
+    def test_a_silent_call_turns_into_a_stream_that_can_be_cancelled(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "execute",
+                           "arguments": {"command": "sleep 3333", "timeout_s": 60},
+                           "_meta": STATELESS_META}}
+        conn.request("POST", "/mcp", body=json.dumps(body).encode(),
+                     headers={"Host": f"127.0.0.1:{self.server.port}",
+                              "Content-Type": "application/json", "Accept": ACCEPT,
+                              **stateless_headers("tools/call", "execute")})
+        resp = conn.getresponse()  # headers come after a second without an answer
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/event-stream"))
+
+        def running():
+            return subprocess.run(["pgrep", "-f", "slee[p] 3333"],
+                                  capture_output=True).returncode == 0
+
+        self.assertTrue(running())
+        conn.close()
+        deadline = time.monotonic() + 40  # the next keep-alive (15 s) notices the close
+        while time.monotonic() < deadline and running():
+            time.sleep(0.2)
+        self.assertFalse(running(), "the command of a closed stateless stream still runs")
+
+    def test_session_clients_are_not_taken_for_stateless_ones(self):
+        # An initialize is a session's start, whatever version its header names.
+        status, h, body = self.server.request("POST", body=INIT,
+                                              headers={"MCP-Protocol-Version": "2099-01-01"})
+        self.assertEqual(status, 200, body)
+        self.assertIn("mcp-session-id", h)
+        # Ids must be strings or integers, on either path.
+        for rid in (1.5, None, {"a": 1}):
+            body = {"jsonrpc": "2.0", "id": rid, "method": "tools/list",
+                    "params": {"_meta": STATELESS_META}}
+            status, _, payload = self.server.request("POST", body=body,
+                                                     headers=stateless_headers("tools/list"))
+            self.assertEqual(status, 400, (rid, payload))
+
+    def test_refused_when_sessions_have_workspaces_of_their_own(self):
+        with tempfile.TemporaryDirectory(prefix="byd-http-ws-") as root:
+            server = Server(root, "--workspace-root", root)
+            try:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                        "params": {"_meta": STATELESS_META}}
+                status, _, payload = server.request("POST", body=body,
+                                                    headers=stateless_headers("tools/list"))
+                self.assertEqual(status, 400)
+                # Not an error of the stateless revision: the client falls back to initialize.
+                self.assertEqual(json.loads(payload)["error"]["code"], -32600)
+                self.assertTrue(server.initialize())
+            finally:
+                self.assertEqual(server.stop(), 0)
+
 
 class HttpLimits(unittest.TestCase):
     def setUp(self):

@@ -513,3 +513,97 @@ TEST_F(StatelessServerTest, TheServerEndsOpenSubscriptionsWithAResult) {
 
 }  // namespace
 }  // namespace byd::mcp
+
+namespace byd::mcp {
+namespace {
+
+TEST_F(StatelessServerTest, UnknownResourcesNameTheirUri) {
+  json r = call(1, "resources/read", {{"uri", "mem://gone"}, {"_meta", meta()}});
+  EXPECT_EQ(r["error"]["code"], rpc::kInvalidParams);
+  EXPECT_EQ(r["error"]["data"]["uri"], "mem://gone");
+}
+
+TEST_F(StatelessServerTest, AStateServesOnlyTheArgumentsItWasIssuedFor) {
+  json r1 = ask(1)["result"];
+  json params = {{"name", "two_questions"},
+                 {"arguments", {{"other", true}}},
+                 {"inputResponses", {{"first", {{"action", "accept"}}}}},
+                 {"requestState", r1["requestState"]},
+                 {"_meta", meta()}};
+  json r2 = call(2, "tools/call", params);
+  EXPECT_EQ(r2["error"]["code"], rpc::kInvalidParams) << r2.dump();
+}
+
+TEST_F(StatelessServerTest, SettledAnswersWinOverResent) {
+  json r1 = ask(1)["result"];
+  json r2 =
+      ask(2, {{"first", {{"action", "accept"}, {"content", "A"}}}}, r1["requestState"])["result"];
+  ASSERT_EQ(r2["resultType"], "input_required");
+  // The client tries to change the first answer in the last round: the signed one stands.
+  json r3 = ask(3,
+                {{"first", {{"action", "accept"}, {"content", "B"}}},
+                 {"second", {{"action", "accept"}, {"content", "C"}}}},
+                r2["requestState"]);
+  EXPECT_EQ(r3["result"]["content"][0]["text"], R"("A""C")") << r3.dump();
+}
+
+TEST_F(StatelessServerTest, SubscriptionsAreCapped) {
+  for (int i = 0; i < 16; ++i) listen(1000 + i, {{"toolsListChanged", true}});
+  listen(2000, {{"toolsListChanged", true}});
+  json refused = transport_.waitForId(2000);
+  EXPECT_EQ(refused["error"]["code"], rpc::kInvalidRequest);
+  EXPECT_EQ(sentWithMethod("notifications/subscriptions/acknowledged").size(), 16u);
+}
+
+TEST_F(StatelessServerTest, ASessionsRequestsStayInTheSession) {
+  call("init", "initialize",
+       {{"protocolVersion", "2025-11-25"},
+        {"capabilities", json::object()},
+        {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+  // _meta keys of the stateless revision do not take a session's request out of it.
+  json old = meta();
+  old["io.modelcontextprotocol/protocolVersion"] = "2025-11-25";
+  json r = call(1, "tools/list", {{"_meta", old}});
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_FALSE(r["result"].contains("resultType"));
+  EXPECT_EQ(call(2, "ping", {{"_meta", old}})["result"], json::object());
+}
+
+TEST_F(CatalogTest, APromptMayAskTheClientInASession) {
+  auto c = testCatalog(rec_, false);
+  c->prompts.push_back(
+      {{{"name", "asking"}, {"description", "asks first"}},
+       [](const std::map<std::string, std::string>&, Peer& peer) -> Result<json> {
+         BYD_ASSIGN_OR_RETURN(json a, peer.ask("elicitation/create", {{"message", "topic?"}}));
+         return json{{"messages", json::array()}, {"description", a.dump()}};
+       }});
+  start(c, 50, {{"elicitation", json::object()}});
+  // The prompt runs off the reading thread, so the answer to its question can arrive.
+  server_->onFrame(json{
+      {"jsonrpc", "2.0"}, {"id", 5}, {"method", "prompts/get"}, {"params", {{"name", "asking"}}}}
+                       .dump());
+  json question = transport_.waitForMethod("elicitation/create");
+  ASSERT_TRUE(question.is_object());
+  server_->onFrame(
+      json{{"jsonrpc", "2.0"}, {"id", question["id"]}, {"result", {{"action", "decline"}}}}.dump());
+  json r = transport_.waitForId(5);
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(json::parse(r["result"]["description"].get<std::string>())["action"], "decline");
+}
+
+TEST_F(CatalogTest, AHandlerThatThrowsIsAnsweredWithItsId) {
+  auto c = testCatalog(rec_, false);
+  c->tools.push_back(
+      {{{"name", "boom"}, {"description", "throws"}}, [](const json&, Peer&) -> Result<json> {
+         return json(json::array()).at(3);  // throws out_of_range
+       }});
+  c->tools.push_back({{{"name", "notobject"}, {"description", "answers an array"}},
+                      [](const json&, Peer&) -> Result<json> { return json::array(); }});
+  start(c);
+  EXPECT_EQ(call(1, "tools/call", {{"name", "boom"}})["error"]["code"], rpc::kInternalError);
+  EXPECT_EQ(call(2, "tools/call", {{"name", "notobject"}})["error"]["code"], rpc::kInternalError);
+  EXPECT_EQ(call(3, "ping")["result"], json::object());
+}
+
+}  // namespace
+}  // namespace byd::mcp
