@@ -436,7 +436,13 @@ void Server::serve(Message m, const Sink& sink, Caller caller, const Method& met
     in_flight_.emplace(idKey(m.id), caller.cancel);
     ++active_;
   }
-  pool_.post([this, m = std::move(m), sink, caller, handler = method.handler, answer] {
+  // The log names what was called: "tools/call ls", "prompts/get review".
+  std::string label = m.method;
+  if (m.params.is_object() && m.params.contains("name") && m.params["name"].is_string()) {
+    label += " " + m.params["name"].get<std::string>();
+  }
+  pool_.post([this, m = std::move(m), sink, caller, handler = method.handler, answer,
+              label = std::move(label)] {
     const RequestScope scope(m.id);  // what this thread sends belongs to this request
     const auto start = std::chrono::steady_clock::now();
     const CancelToken& token = caller.cancel;
@@ -449,11 +455,16 @@ void Server::serve(Message m, const Sink& sink, Caller caller, const Method& met
           caller);
     } catch (const std::exception& e) {
       // Never pass exception text to the client: it may hold paths or internals.
-      spdlog::error("{} threw: {}", m.method, e.what());
+      spdlog::error("{} threw: {}", label, e.what());
       response = makeError(m.id, rpc::kInternalError, "internal error");
     }
-    spdlog::info("<- {}{} {:.2f} ms{}", m.method, caller.stateless ? " (stateless)" : "",
-                 msSince(start), token.cancelled() ? " (cancelled)" : "");
+    spdlog::info("<- {}{} {:.2f} ms{}", label, caller.stateless ? " (stateless)" : "",
+                 msSince(start),
+                 token.cancelled()            ? " (cancelled)"
+                 : response.contains("error") ? " (error)"
+                 : response["result"].contains("isError") && response["result"]["isError"] == true
+                     ? " (tool error)"
+                     : "");
     {
       std::lock_guard lock(mu_);
       in_flight_.erase(idKey(m.id));
@@ -571,7 +582,6 @@ Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
   const bool is_error = !result.ok() || !result->is_object() || result->value("isError", false);
   logToClient(is_error ? 2 : 0,
               {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}}, caller);
-  if (is_error && !caller.cancel.cancelled()) spdlog::info("tools/call {} failed", p.name);
   return result;
 }
 
