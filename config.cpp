@@ -108,7 +108,10 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   }
   // Validated: every member present has the right type.
   if (doc.contains("backend")) c.backend = doc["backend"].get<std::string>();
-  if (doc.contains("root")) c.root = doc["root"].get<std::string>();
+  if (doc.contains("root")) {
+    c.root = doc["root"].get<std::string>();
+    c.root_given = true;
+  }
   if (doc.contains("allow")) c.allow = doc["allow"].get<std::vector<std::string>>();
   if (doc.contains("state_file")) c.state_file = doc["state_file"].get<std::string>();
   if (doc.contains("state_sync")) c.state_sync = doc["state_sync"].get<bool>();
@@ -155,8 +158,27 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   CLI::App app{"backyard-mcp: an MCP server that gives an agent a console on a workspace"};
   app.set_version_flag("--version", "backyard-mcp " + version);
   app.add_option("--config", config_file, "JSON config file (schemas/config.schema.json)");
-  app.add_option("--backend", flags.backend, "Workspace backend: state (in memory) or local")
-      ->check(CLI::IsMember({"state", "local"}));
+  app.add_option("--backend", flags.backend,
+                 "Workspace backend: state (in memory), local, or docker (a container per session)")
+      ->check(CLI::IsMember({"state", "local", "docker"}));
+  app.add_option("--docker-host", flags.docker.host,
+                 "Docker: the engine's address, unix:///PATH or tcp://HOST:PORT (else DOCKER_HOST, "
+                 "else unix:///var/run/docker.sock)");
+  app.add_option("--image", flags.docker.image, "Docker: the image (default python:3.12-slim)");
+  app.add_option("--runtime", flags.docker.runtime,
+                 "Docker: auto (gVisor when the engine has runsc), runc or runsc")
+      ->check(CLI::IsMember({"auto", "runc", "runsc"}));
+  app.add_option("--container-name", flags.docker.container_name,
+                 "Docker: reattach this container (start it if stopped) and keep it at exit");
+  app.add_option("--network", flags.docker.network,
+                 "Docker: the container's network (default none)");
+  app.add_option("--container-memory", flags.docker.memory_bytes,
+                 "Docker: memory limit in bytes, swap included (default 1 GiB)")
+      ->check(CLI::Range(int64_t{64} << 20, int64_t{1} << 40));
+  app.add_option("--cpus", flags.docker.cpus, "Docker: CPUs (default 1)")
+      ->check(CLI::Range(0.01, 1024.0));
+  app.add_option("--pids", flags.docker.pids, "Docker: processes at most (default 256)")
+      ->check(CLI::Range(int64_t{8}, int64_t{1} << 22));
   app.add_option("--root", flags.root, "Workspace root directory (Local); default: current dir");
   app.add_option("--allow", flags.allow, "Further directory the file tools may use (repeatable)");
   app.add_option("--state-file", flags.state_file,
@@ -298,15 +320,35 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--shutdown-grace")) c.shutdown_grace_s = flags.shutdown_grace_s;
   if (given("--workspace-root")) c.workspace_root = flags.workspace_root;
   if (given("--read-timeout")) c.read_timeout_s = flags.read_timeout_s;
+  if (given("--docker-host")) c.docker.host = flags.docker.host;
+  if (c.docker.host.empty()) {
+    if (const char* env = getenv("DOCKER_HOST")) c.docker.host = env;
+  }
+  if (given("--image")) c.docker.image = flags.docker.image;
+  if (given("--runtime")) c.docker.runtime = flags.docker.runtime;
+  if (given("--container-name")) c.docker.container_name = flags.docker.container_name;
+  if (given("--network")) c.docker.network = flags.docker.network;
+  if (given("--container-memory")) c.docker.memory_bytes = flags.docker.memory_bytes;
+  if (given("--cpus")) c.docker.cpus = flags.docker.cpus;
+  if (given("--pids")) c.docker.pids = flags.docker.pids;
+  c.docker.python_options = c.python;
+  c.root_given = c.root_given || given("--root");
   BYD_RETURN_IF_ERROR(finishHttp(c));
 
   if (!c.workspace_root.empty()) {
     BYD_RETURN_IF_ERROR(checkDirectory("--workspace-root", c.workspace_root));
-    if (c.transport != "http" || c.backend != "local") {
-      return invalidArgument("--workspace-root needs --transport http and the Local backend");
+    if (c.transport != "http" || (c.backend != "local" && c.backend != "docker")) {
+      return invalidArgument(
+          "--workspace-root needs --transport http and the Local or Docker backend");
     }
   }
-  if (c.backend == "local") {
+  if (c.backend == "docker" && !c.allow.empty()) {
+    return invalidArgument("--allow is for the Local backend: a container sees its workspace only");
+  }
+  if (c.backend == "docker" && !c.docker.container_name.empty() && c.transport == "http") {
+    return invalidArgument("--container-name keeps one container: it needs --transport stdio");
+  }
+  if (c.backend == "local" || (c.backend == "docker" && c.root_given)) {
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));
     for (const std::string& dir : c.allow)
       BYD_RETURN_IF_ERROR(checkDirectory("--allow directory", dir));

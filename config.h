@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/docker/docker_backend.h"
 #include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
 #include "common/result.h"
@@ -42,7 +43,9 @@ struct Config {
   double session_idle_s = 1800;
   double shutdown_grace_s = 10;
   double read_timeout_s = 30;  // HTTP: for a client to send its whole request
-  std::string workspace_root;  // HTTP + Local: each session works in a fresh directory here
+  std::string workspace_root;  // HTTP + Local/Docker: each session works in a fresh directory here
+  DockerOptions docker;        // --backend docker
+  bool root_given = false;     // --root (or "root" in the file) was set, not defaulted
   // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.
   std::string listenHost() const;
   int listenPort() const;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -35,13 +36,59 @@ void onSignal(int) {
   if (g_transport) g_transport->stop();
 }
 
+// A workspace directory made for one backend, removed with it.
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 struct OpenedBackend {
+  std::shared_ptr<TempDir> temp_dir;  // first: outlives the backend that works in it
   std::unique_ptr<byd::Backend> backend;
   byd::StateBackend* state = nullptr;  // set when the backend is State
   std::string description;
   std::string sandbox_note;  // said in instructions when commands run unsandboxed
   std::jthread verifier;     // last: joined before the backend it checks is destroyed
 };
+
+// The Docker backend: --root, or a fresh temporary directory owned by the container's user.
+byd::Result<OpenedBackend> openDocker(const byd::Config& c, bool warm) {
+  OpenedBackend out;
+  std::string workspace = c.root;
+  if (!c.root_given) {
+    out.temp_dir = std::make_shared<TempDir>();
+    std::string dir = (std::filesystem::temp_directory_path() / "byd-workspace-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) {
+      return byd::internalError("cannot make a workspace directory: " +
+                                std::string(strerror(errno)));
+    }
+    out.temp_dir->path = dir;
+    unsigned uid = 1000, gid = 1000;
+    sscanf(c.docker.user.c_str(), "%u:%u", &uid, &gid);
+    if (chown(dir.c_str(), uid, gid) != 0 && geteuid() == 0) {
+      return byd::internalError("cannot give the workspace to the container's user: " +
+                                std::string(strerror(errno)));
+    }
+    workspace = dir;
+  }
+  BYD_ASSIGN_OR_RETURN(auto docker, byd::DockerBackend::open(workspace, c.docker));
+  std::string runtime = "its runtime unknown until the engine answers";
+  // The start-up line and the instructions say what isolates the container.
+  if (auto r = docker->resolveRuntime(); r.ok()) {
+    runtime = r->name == "runsc" ? "gVisor (runsc)" : "runc, without gVisor";
+    if (!r->warning.empty() && warm) spdlog::warn("docker: {}", r->warning);
+  } else if (warm) {
+    spdlog::warn("docker: {}; file tools work, execute and run_python wait for the engine",
+                 r.status().message());
+  }
+  out.description = "a Docker container (image " + c.docker.image + ", " + runtime + ", network " +
+                    c.docker.network + ") whose /workspace is " + workspace;
+  out.backend = std::move(docker);
+  return out;
+}
 
 // `warm`: check the sandbox and start its helper and a spare Python kernel now, in the
 // background (stdio, and the first HTTP session); otherwise when first needed (further HTTP
@@ -56,6 +103,7 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c, bool warm = true) {
     if (!c.state_file.empty()) out.description += " backed by " + c.state_file;
     return out;
   }
+  if (c.backend == "docker") return openDocker(c, warm);
   BYD_ASSIGN_OR_RETURN(auto local, byd::LocalBackend::open(c.root, c.allow));
   byd::SandboxOptions options;
   options.isolate = c.sandbox != "none";
@@ -157,6 +205,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
                                     config.workspace_root + ": " + strerror(errno));
         }
         session_config.root = dir;
+        session_config.root_given = true;
       }
       BYD_ASSIGN_OR_RETURN(OpenedBackend fresh, openBackend(session_config, /*warm=*/false));
       opened = std::make_shared<OpenedBackend>(std::move(fresh));

@@ -455,30 +455,7 @@ Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
   BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
                        python_->run(request.session, request.code, request.reset, request.timeout,
                                     request.max_output, cancel));
-  PythonResult out;
-  const nlohmann::json& r = run.outcome.reply;
-  out.stdout_data = r.value("stdout", "");
-  out.stderr_data = r.value("stderr", "");
-  if (auto v = r.find("result"); v != r.end() && v->is_string()) out.result = v->get<std::string>();
-  if (auto e = r.find("error"); e != r.end() && e->is_object()) {
-    out.has_error = true;
-    out.error_type = e->value("type", "");
-    out.error_message = e->value("message", "");
-    out.traceback = e->value("traceback", "");
-  }
-  if (auto images = r.find("images"); images != r.end() && images->is_array()) {
-    for (const auto& image : *images) {
-      if (image.is_object() && image.value("mime", "") == "image/png") {
-        out.png_images.push_back(image.value("data", ""));
-      }
-    }
-  }
-  out.truncated = r.value("truncated", false);
-  out.duration_ms = r.value("duration_ms", 0.0);
-  out.timed_out = run.outcome.timed_out;
-  out.state_lost = run.outcome.state_lost;
-  out.new_session = run.new_session;
-  return out;
+  return pythonResult(run);
 }
 
 std::vector<std::string> LocalBackend::writableDirs() const {

@@ -29,6 +29,26 @@ void writeAll(int fd, const char* data, size_t size) {
   }
 }
 
+// A kernel launched by the sandbox helper, in pid and mount namespaces of its own.
+class SandboxKernel : public KernelProcess {
+ public:
+  explicit SandboxKernel(Sandbox::Launched launched) : proc_(std::move(launched)) {}
+  ~SandboxKernel() override { kill(); }
+  int stdinFd() const override { return proc_.stdin_w; }
+  int stdoutFd() const override { return proc_.stdout_r; }
+  int stderrFd() const override { return proc_.stderr_r; }
+  void interrupt() override {
+    if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGINT);
+  }
+  void kill() override {
+    if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
+    proc_.close();
+  }
+
+ private:
+  Sandbox::Launched proc_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox,
@@ -37,7 +57,6 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   if (!sandbox.isolated()) {
     return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
   }
-  std::unique_ptr<PythonKernel> k(new PythonKernel());
   // The kernel's source goes in as descriptor 3, which the interpreter reads as its script.
   const int source = memfd_create("byd-kernel", MFD_CLOEXEC);
   if (source < 0) return internalError("cannot prepare a kernel");
@@ -49,8 +68,13 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   auto launched = sandbox.launch(request, {source}, /*own_cgroup=*/true);
   close(source);
   if (!launched.ok()) return launched.status();
-  k->proc_ = std::move(*launched);
-  for (int fd : {k->proc_.stdout_r, k->proc_.stderr_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
+  return attach(std::make_unique<SandboxKernel>(std::move(*launched)));
+}
+
+Result<std::unique_ptr<PythonKernel>> PythonKernel::attach(std::unique_ptr<KernelProcess> process) {
+  std::unique_ptr<PythonKernel> k(new PythonKernel());
+  k->proc_ = std::move(process);
+  for (int fd : {k->proc_->stdoutFd(), k->proc_->stderrFd()}) fcntl(fd, F_SETFL, O_NONBLOCK);
   auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
   if (!ready.ok() || ready->value("type", "") != "ready") {
     return failedPrecondition("the Python kernel did not start (" +
@@ -67,8 +91,7 @@ PythonKernel::~PythonKernel() {
 }
 
 void PythonKernel::kill() {
-  if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
-  proc_.close();
+  if (proc_) proc_->kill();
   alive_ = false;
 }
 
@@ -79,8 +102,8 @@ Status PythonKernel::send(const nlohmann::json& message) {
                           static_cast<char>(n >> 8), static_cast<char>(n)};
   std::string frame(header, 4);
   frame += body;
-  return writeNoSigpipe(proc_.stdin_w, frame) ? okStatus()
-                                              : failedPrecondition("the Python kernel is gone");
+  return writeNoSigpipe(proc_->stdinFd(), frame) ? okStatus()
+                                                 : failedPrecondition("the Python kernel is gone");
 }
 
 Result<nlohmann::json> PythonKernel::receive(std::chrono::steady_clock::time_point deadline,
@@ -102,15 +125,15 @@ Result<nlohmann::json> PythonKernel::receive(std::chrono::steady_clock::time_poi
     if (cancel && cancel->cancelled()) return cancelled("cancelled");
     const int wait_ms = static_cast<int>(std::min<int64_t>(
         50, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
-    pollfd fds[2] = {{proc_.stdout_r, POLLIN, 0}, {proc_.stderr_r, POLLIN, 0}};
+    pollfd fds[2] = {{proc_->stdoutFd(), POLLIN, 0}, {proc_->stderrFd(), POLLIN, 0}};
     poll(fds, 2, wait_ms);
     if (fds[1].revents) {
       // The kernel's stderr carries only stray output and its own failures: log, never block.
-      const ssize_t n = read(proc_.stderr_r, buf, sizeof buf);
+      const ssize_t n = read(proc_->stderrFd(), buf, sizeof buf);
       if (n > 0) spdlog::debug("python kernel: {}", std::string_view(buf, n));
     }
     if (fds[0].revents) {
-      const ssize_t n = read(proc_.stdout_r, buf, sizeof buf);
+      const ssize_t n = read(proc_->stdoutFd(), buf, sizeof buf);
       if (n == 0) return failedPrecondition("the Python kernel exited");
       if (n > 0) in_buf_.append(buf, n);
     }
@@ -140,7 +163,7 @@ Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
     if ((code_ == Code::kDeadlineExceeded || code_ == Code::kCancelled) && !interrupted) {
       // First the gentle way: KeyboardInterrupt in the cell, the session survives.
       out.timed_out = code_ == Code::kDeadlineExceeded;
-      Sandbox::signal(proc_, SIGINT);
+      proc_->interrupt();
       interrupted = true;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       if (code_ == Code::kCancelled) out.timed_out = false;

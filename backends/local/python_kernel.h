@@ -17,12 +17,27 @@
 
 namespace byd {
 
+// The process a kernel runs as, wherever that is (the Local sandbox, a container): the pipes
+// to speak to it and the signals it takes.
+class KernelProcess {
+ public:
+  virtual ~KernelProcess() = default;
+  virtual int stdinFd() const = 0;   // frames to the kernel
+  virtual int stdoutFd() const = 0;  // frames from it
+  virtual int stderrFd() const = 0;  // its stray output
+  virtual void interrupt() = 0;      // SIGINT to the kernel: KeyboardInterrupt in the cell
+  virtual void kill() = 0;           // ends the kernel and everything it started
+};
+
 class PythonKernel {
  public:
-  // Starts a kernel with `python` in `cwd` and waits (up to 10 s) for its ready message.
+  // Starts a kernel with `python` in `cwd` of the sandbox and waits (up to 10 s) for its ready
+  // message.
   static Result<std::unique_ptr<PythonKernel>> start(const Sandbox& sandbox,
                                                      const std::string& python,
                                                      const std::string& cwd);
+  // Speaks to a kernel already started as `process`; waits for its ready message.
+  static Result<std::unique_ptr<PythonKernel>> attach(std::unique_ptr<KernelProcess> process);
   ~PythonKernel();
 
   struct Outcome {
@@ -42,7 +57,7 @@ class PythonKernel {
                                  const CancelToken* cancel);
   void kill();
 
-  Sandbox::Launched proc_;
+  std::unique_ptr<KernelProcess> proc_;
   bool alive_ = true;
   uint64_t next_id_ = 1;
   std::string in_buf_;

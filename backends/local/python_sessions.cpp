@@ -4,11 +4,18 @@
 
 namespace byd {
 
-PythonSessions::PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options)
-    : sandbox_(sandbox), cwd_(std::move(cwd)), options_(std::move(options)) {
+PythonSessions::PythonSessions(Starter start, PythonOptions options)
+    : start_(std::move(start)), options_(std::move(options)) {
   std::lock_guard lock(mu_);
   if (options_.spare_at_start) startSpare();
 }
+
+PythonSessions::PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options)
+    : PythonSessions(
+          [&sandbox, cwd = std::move(cwd), python = options.python] {
+            return PythonKernel::start(sandbox, python, cwd);
+          },
+          options) {}
 
 PythonSessions::~PythonSessions() {
   std::lock_guard lock(mu_);
@@ -17,13 +24,11 @@ PythonSessions::~PythonSessions() {
 }
 
 void PythonSessions::startSpare() {
-  spare_ = std::async(std::launch::async,
-                      [this] { return PythonKernel::start(sandbox_, options_.python, cwd_); });
+  spare_ = std::async(std::launch::async, [this] { return start_(); });
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonSessions::takeSpare() {
-  Result<std::unique_ptr<PythonKernel>> kernel =
-      spare_.valid() ? spare_.get() : PythonKernel::start(sandbox_, options_.python, cwd_);
+  Result<std::unique_ptr<PythonKernel>> kernel = spare_.valid() ? spare_.get() : start_();
   startSpare();
   return kernel;
 }
@@ -73,6 +78,33 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
   session->last_used = std::chrono::steady_clock::now();
   return run;
+}
+
+PythonResult pythonResult(const PythonSessions::Run& run) {
+  PythonResult out;
+  const nlohmann::json& r = run.outcome.reply;
+  out.stdout_data = r.value("stdout", "");
+  out.stderr_data = r.value("stderr", "");
+  if (auto v = r.find("result"); v != r.end() && v->is_string()) out.result = v->get<std::string>();
+  if (auto e = r.find("error"); e != r.end() && e->is_object()) {
+    out.has_error = true;
+    out.error_type = e->value("type", "");
+    out.error_message = e->value("message", "");
+    out.traceback = e->value("traceback", "");
+  }
+  if (auto images = r.find("images"); images != r.end() && images->is_array()) {
+    for (const auto& image : *images) {
+      if (image.is_object() && image.value("mime", "") == "image/png") {
+        out.png_images.push_back(image.value("data", ""));
+      }
+    }
+  }
+  out.truncated = r.value("truncated", false);
+  out.duration_ms = r.value("duration_ms", 0.0);
+  out.timed_out = run.outcome.timed_out;
+  out.state_lost = run.outcome.state_lost;
+  out.new_session = run.new_session;
+  return out;
 }
 
 }  // namespace byd

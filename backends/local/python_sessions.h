@@ -4,12 +4,14 @@
 // started ahead of need so a new session does not wait for Python to boot. Thread-safe.
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "backends/backend.h"
 #include "backends/local/python_kernel.h"
 
 namespace byd {
@@ -25,6 +27,9 @@ struct PythonOptions {
 
 class PythonSessions {
  public:
+  // `start` starts one kernel (in the sandbox, in a container).
+  using Starter = std::function<Result<std::unique_ptr<PythonKernel>>()>;
+  PythonSessions(Starter start, PythonOptions options);
   PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options);
   ~PythonSessions();
 
@@ -45,12 +50,14 @@ class PythonSessions {
   void startSpare();
   void reapIdle();
 
-  const Sandbox& sandbox_;
-  const std::string cwd_;
+  const Starter start_;
   const PythonOptions options_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   std::future<Result<std::unique_ptr<PythonKernel>>> spare_;
 };
+
+// The tool-facing result of one run: output, value, error, images and what became of the kernel.
+PythonResult pythonResult(const PythonSessions::Run& run);
 
 }  // namespace byd

@@ -1,15 +1,18 @@
 #pragma once
-// Runs every tool test against both backends: each test seeds files through `seed()`, calls
-// tools through `call()` (which also checks structuredContent against the tool's outputSchema)
-// and reads results back through the backend.
+// Runs every tool test against every backend (State, Local, and Docker, whose file tools need
+// no engine: they work on the host directory as the container's user): each test seeds files
+// through `seed()`, calls tools through `call()` (which also checks structuredContent against the
+// tool's outputSchema) and reads results back through the backend.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
 
+#include "backends/docker/docker_backend.h"
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
 #include "schemas/validator.h"
@@ -18,11 +21,16 @@
 
 namespace byd::testing {
 
-enum class BackendKind { kState, kLocal };
+enum class BackendKind { kState, kLocal, kDocker };
 
 inline std::string backendName(const ::testing::TestParamInfo<BackendKind>& info) {
-  return info.param == BackendKind::kState ? "State" : "Local";
+  return info.param == BackendKind::kState   ? "State"
+         : info.param == BackendKind::kLocal ? "Local"
+                                             : "Docker";
 }
+
+// The container's user, who owns a Docker workspace.
+inline constexpr uid_t kContainerUid = 1000;
 
 class ToolTest : public ::testing::TestWithParam<BackendKind> {
  protected:
@@ -31,11 +39,29 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
       auto state = std::make_unique<StateBackend>();
       state_ = state.get();
       backend_ = std::move(state);
-    } else {
+    } else if (GetParam() == BackendKind::kLocal) {
       tmp_ = std::make_unique<TempDir>();
       auto local = LocalBackend::open(tmp_->str(), {});
       ASSERT_TRUE(local.ok()) << local.status().toString();
       backend_ = std::move(*local);
+    } else {
+      tmp_ = std::make_unique<TempDir>();
+      giveToContainerUser(tmp_->path());
+      DockerOptions options;
+      options.host = "unix:///nonexistent/docker.sock";
+      auto docker = DockerBackend::open(tmp_->str(), options);
+      ASSERT_TRUE(docker.ok()) << docker.status().toString();
+      backend_ = std::move(*docker);
+    }
+  }
+
+  // What the test seeds into a Docker workspace belongs to the container's user, as files
+  // made inside the container would.
+  void giveToContainerUser(const std::filesystem::path& path) {
+    if (GetParam() != BackendKind::kDocker || geteuid() != 0) return;
+    for (auto p = path; p != tmp_->path().parent_path() && !p.empty(); p = p.parent_path()) {
+      if (lchown(p.c_str(), kContainerUid, kContainerUid) != 0) break;
+      if (p == tmp_->path()) break;
     }
   }
 
@@ -51,6 +77,7 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
     tmp_->write(path, content);
     struct timespec times[2] = {{mtime_s, 0}, {mtime_s, 0}};
     ASSERT_EQ(utimensat(AT_FDCWD, (tmp_->path() / path).c_str(), times, 0), 0);
+    giveToContainerUser(tmp_->path() / path);
   }
 
   std::string contentOf(const std::string& path) {
@@ -104,10 +131,11 @@ inline std::string ToolTest::base64(const std::string& s) {
   return out;
 }
 
-#define BYD_TOOL_SUITE(Suite)                                                                      \
-  INSTANTIATE_TEST_SUITE_P(                                                                        \
-      Backends, Suite,                                                                             \
-      ::testing::Values(::byd::testing::BackendKind::kState, ::byd::testing::BackendKind::kLocal), \
+#define BYD_TOOL_SUITE(Suite)                                                                     \
+  INSTANTIATE_TEST_SUITE_P(                                                                       \
+      Backends, Suite,                                                                            \
+      ::testing::Values(::byd::testing::BackendKind::kState, ::byd::testing::BackendKind::kLocal, \
+                        ::byd::testing::BackendKind::kDocker),                                    \
       ::byd::testing::backendName)
 
 }  // namespace byd::testing

@@ -1,0 +1,584 @@
+#include "backends/docker/docker_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/fsuid.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace byd {
+
+extern const char kPythonKernelSource[];
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kKernelDir = "/opt/backyard";
+
+// Runs the calling thread's file accesses as the container's user, so that what the file tools
+// write belongs to it and what it could not touch, they cannot either. (The fs ids are per
+// thread; without the privilege to change them this does nothing.)
+class AsUser {
+ public:
+  AsUser(uid_t uid, gid_t gid) {
+    old_gid_ = setfsgid(gid);
+    old_uid_ = setfsuid(uid);
+  }
+  ~AsUser() {
+    setfsuid(old_uid_);
+    setfsgid(old_gid_);
+  }
+  AsUser(const AsUser&) = delete;
+  AsUser& operator=(const AsUser&) = delete;
+
+ private:
+  int old_uid_, old_gid_;
+};
+
+std::string urlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// A shell word, quoted.
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Appends `data` to `out` up to `cap` bytes; sets `truncated` beyond.
+void capped(std::string& out, std::string_view data, size_t cap, bool& truncated) {
+  const size_t room = out.size() < cap ? cap - out.size() : 0;
+  out.append(data.substr(0, room));
+  if (data.size() > room) truncated = true;
+}
+
+// A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
+// multiplexed output is split into two pipes by a thread of its own.
+class ContainerKernel : public KernelProcess {
+ public:
+  ContainerKernel(std::unique_ptr<docker::Hijacked> conn, std::function<void(int)> signal)
+      : conn_(std::move(conn)), signal_(std::move(signal)) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return;
+    out_r_ = out[0];
+    err_r_ = err[0];
+    pump_ = std::thread([this, out_w = out[1], err_w = err[1]] { pump(out_w, err_w); });
+  }
+  ~ContainerKernel() override {
+    kill();
+    if (out_r_ >= 0) close(out_r_);
+    if (err_r_ >= 0) close(err_r_);
+  }
+  int stdinFd() const override { return conn_->fd(); }
+  int stdoutFd() const override { return out_r_; }
+  int stderrFd() const override { return err_r_; }
+  void interrupt() override { signal_(SIGINT); }
+  void kill() override {
+    if (killed_.exchange(true)) return;
+    signal_(SIGKILL);
+    stop_ = true;
+    if (pump_.joinable()) pump_.join();
+    conn_.reset();
+  }
+
+ private:
+  void pump(int out_w, int err_w) {
+    docker::StreamDemuxer demux;
+    char buf[1 << 16];
+    while (!stop_) {
+      pollfd p = {conn_->fd(), POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = read(conn_->fd(), buf, sizeof buf);
+      if (n <= 0) break;
+      const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
+        const int fd = stream == 2 ? err_w : out_w;
+        while (!d.empty()) {
+          const ssize_t w = write(fd, d.data(), d.size());
+          if (w <= 0) return;
+          d.remove_prefix(w);
+        }
+      });
+      if (!ok) break;
+    }
+    close(out_w);
+    close(err_w);
+  }
+
+  std::unique_ptr<docker::Hijacked> conn_;
+  std::function<void(int)> signal_;
+  int out_r_ = -1, err_r_ = -1;
+  std::thread pump_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> killed_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& workspace,
+                                                           DockerOptions options) {
+  BYD_ASSIGN_OR_RETURN(docker::Endpoint endpoint, docker::parseHost(options.host));
+  if (options.runtime != "auto" && options.runtime != "runc" && options.runtime != "runsc") {
+    return invalidArgument("--runtime must be auto, runc or runsc, got '" + options.runtime + "'");
+  }
+  unsigned uid = 0, gid = 0;
+  char extra = 0;
+  if (sscanf(options.user.c_str(), "%u:%u%c", &uid, &gid, &extra) != 2 || uid == 0) {
+    return invalidArgument("the container user must be UID:GID and not root, got '" + options.user +
+                           "'");
+  }
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<LocalBackend> files, LocalBackend::open(workspace, {}));
+  std::unique_ptr<DockerBackend> backend(new DockerBackend(
+      std::move(files), std::move(options), docker::Client(std::move(endpoint)), workspace));
+  backend->uid_ = uid;
+  backend->gid_ = gid;
+  return backend;
+}
+
+DockerBackend::DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions options,
+                             docker::Client client, std::string workspace)
+    : files_(std::move(files)),
+      options_(std::move(options)),
+      client_(std::move(client)),
+      workspace_(std::move(workspace)) {}
+
+DockerBackend::~DockerBackend() {
+  std::shared_ptr<PythonSessions> python;
+  std::string container;
+  {
+    std::lock_guard lock(mu_);
+    python = std::move(python_);
+    container = container_;
+  }
+  python.reset();  // kernels first: they speak through the container
+  if (container.empty() || !options_.container_name.empty()) return;
+  auto removed = client_.request("DELETE", "/containers/" + container + "?force=true&v=true",
+                                 nullptr, std::chrono::seconds(30));
+  if (!removed.ok() && removed.status().code() != Code::kNotFound) {
+    spdlog::warn("docker: could not remove container {}: {}", container.substr(0, 12),
+                 removed.status().message());
+  }
+}
+
+Result<std::string> DockerBackend::normalize(std::string_view user_path) const {
+  if (!user_path.empty() && user_path.front() == '/') {
+    BYD_ASSIGN_OR_RETURN(std::string clean, lexicalNormalize(user_path));
+    std::string rest;
+    if (!stripDirPrefix(clean, "/workspace", &rest)) {
+      return Status(Code::kPermissionDenied,
+                    "'" + std::string(user_path) + "' is outside the workspace");
+    }
+    return files_->normalize(rest.empty() ? "." : rest);
+  }
+  return files_->normalize(user_path);
+}
+
+Result<FileInfo> DockerBackend::stat(const std::string& key) const {
+  AsUser as(uid_, gid_);
+  return files_->stat(key);
+}
+Result<std::string> DockerBackend::realKey(const std::string& key) const {
+  AsUser as(uid_, gid_);
+  return files_->realKey(key);
+}
+Result<std::vector<FileInfo>> DockerBackend::list(const std::string& key) const {
+  AsUser as(uid_, gid_);
+  return files_->list(key);
+}
+Result<std::string> DockerBackend::read(const std::string& key, uint64_t offset,
+                                        uint64_t max_bytes) const {
+  AsUser as(uid_, gid_);
+  return files_->read(key, offset, max_bytes);
+}
+Status DockerBackend::readStream(const std::string& key, size_t chunk_bytes,
+                                 const std::function<bool(std::string_view)>& sink) const {
+  AsUser as(uid_, gid_);
+  return files_->readStream(key, chunk_bytes, sink);
+}
+Result<WriteOutcome> DockerBackend::write(const std::string& key, std::string_view data,
+                                          WriteMode mode) {
+  AsUser as(uid_, gid_);
+  return files_->write(key, data, mode);
+}
+
+Result<DockerBackend::Runtime> DockerBackend::resolveRuntime() const {
+  BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
+  const json runtimes = info.is_object() ? info.value("Runtimes", json::object()) : json::object();
+  const bool has_runsc = runtimes.is_object() && runtimes.contains("runsc");
+  if (options_.runtime == "runsc" && !has_runsc) {
+    return failedPrecondition(
+        "--runtime runsc: the Docker engine has no runtime named runsc; install gVisor (the "
+        "Debian package runsc) and register it in /etc/docker/daemon.json");
+  }
+  if (options_.runtime == "runc") return Runtime{"runc", ""};
+  if (has_runsc) return Runtime{"runsc", ""};
+  return Runtime{"runc",
+                 "gVisor (runsc) is not registered with the Docker engine: containers run "
+                 "under runc and share the host's kernel, so a kernel exploit inside one reaches "
+                 "the host"};
+}
+
+std::string DockerBackend::containerId() const {
+  std::lock_guard lock(mu_);
+  return container_;
+}
+
+Result<std::string> DockerBackend::createContainer(const std::string& runtime) const {
+  auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
+  if (!image.ok()) {
+    if (image.status().code() == Code::kNotFound) {
+      return failedPrecondition(
+          "the image " + options_.image + " is not on this Docker engine: pull it (docker pull " +
+          options_.image +
+          "), or build a local one without a registry with "
+          "backends/docker/images/build-local.sh and pass --image backyard-mcp/python:bookworm");
+    }
+    return image.status();
+  }
+  const bool no_network = options_.network == "none";
+  json host = {
+      {"Mounts",
+       {{{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
+        // An anonymous volume for the kernel's source (the root filesystem is read-only and
+        // the archive API cannot write into a tmpfs); removed with the container.
+        {{"Type", "volume"}, {"Target", kKernelDir}}}},
+      {"NetworkMode", options_.network},
+      {"CapDrop", {"ALL"}},
+      {"SecurityOpt", {"no-new-privileges"}},
+      {"ReadonlyRootfs", true},
+      {"Tmpfs", {{"/tmp", "rw,nosuid,nodev,size=256m"}}},
+      {"Memory", options_.memory_bytes},
+      {"MemorySwap", options_.memory_bytes},
+      {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
+      {"PidsLimit", options_.pids},
+      {"Init", true},
+      {"Runtime", runtime}};
+  json spec = {{"Image", options_.image},
+               {"Cmd", {"sleep", "infinity"}},
+               {"User", options_.user},
+               {"WorkingDir", "/workspace"},
+               {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
+               {"Labels", {{"io.backyard-mcp", "session"}}},
+               {"NetworkDisabled", no_network},
+               {"HostConfig", host}};
+  std::string path = "/containers/create";
+  if (!options_.container_name.empty()) path += "?name=" + urlEncode(options_.container_name);
+  BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", path, spec));
+  const std::string id = created.value("Id", "");
+  if (id.empty()) return internalError("the Docker engine created a container without an id");
+  // The kernel's source, read-only for the container's user.
+  BYD_ASSIGN_OR_RETURN(std::string tar,
+                       docker::makeTar({{"kernel.py", kPythonKernelSource, 0644}}));
+  BYD_ASSIGN_OR_RETURN(docker::Reply put,
+                       client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
+                                    "application/x-tar"));
+  if (put.status != 200) {
+    client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
+    return failedPrecondition("could not copy the Python kernel into the container (HTTP " +
+                              std::to_string(put.status) + ")");
+  }
+  if (auto started = client_.request("POST", "/containers/" + id + "/start"); !started.ok()) {
+    client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
+    return started.status();
+  }
+  return id;
+}
+
+Result<std::string> DockerBackend::ensureContainer() const {
+  std::shared_ptr<PythonSessions> dropped;  // released after the lock, below
+  std::lock_guard lock(mu_);
+  if (!container_.empty()) {
+    auto state = client_.request("GET", "/containers/" + container_ + "/json");
+    if (state.ok() && (*state)["State"].value("Running", false)) return container_;
+    if (state.ok() && !options_.container_name.empty()) {
+      // A kept container that stopped (an engine restart): start it again.
+      BYD_RETURN_IF_ERROR(client_.request("POST", "/containers/" + container_ + "/start").status());
+      return container_;
+    }
+    if (!state.ok() && state.status().code() != Code::kNotFound) return state.status();
+    spdlog::warn("docker: container {} is gone; starting a new one", container_.substr(0, 12));
+    if (state.ok())
+      client_.request("DELETE", "/containers/" + container_ + "?force=true&v=true").ok();
+    container_.clear();
+    dropped = std::move(python_);
+  }
+  if (!options_.container_name.empty()) {
+    auto existing =
+        client_.request("GET", "/containers/" + urlEncode(options_.container_name) + "/json");
+    if (existing.ok()) {
+      container_ = existing->value("Id", "");
+      runtime_ = (*existing)["HostConfig"].value("Runtime", "runc");
+      if (!(*existing)["State"].value("Running", false)) {
+        BYD_RETURN_IF_ERROR(
+            client_.request("POST", "/containers/" + container_ + "/start").status());
+      }
+      spdlog::info("docker: reattached container {} ({})", options_.container_name, runtime_);
+      return container_;
+    }
+    if (existing.status().code() != Code::kNotFound) return existing.status();
+  }
+  BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
+  if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
+  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name));
+  runtime_ = runtime.name;
+  spdlog::info("docker: container {} started ({}, {})", container_.substr(0, 12), options_.image,
+               runtime_);
+  return container_;
+}
+
+Result<int> DockerBackend::shell(const std::string& container, const std::string& script) const {
+  BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
+                                                  {{"Cmd", {"/bin/sh", "-c", script}},
+                                                   {"User", options_.user},
+                                                   {"AttachStdout", true},
+                                                   {"AttachStderr", true}}));
+  const std::string id = made.value("Id", "");
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(id));
+  char buf[4096];
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < until) {  // to its end, which closes the stream
+    pollfd p = {conn->fd(), POLLIN, 0};
+    if (poll(&p, 1, 100) > 0 && ::read(conn->fd(), buf, sizeof buf) <= 0) break;
+  }
+  BYD_ASSIGN_OR_RETURN(json inspect, client_.request("GET", "/exec/" + id + "/json"));
+  if (inspect.value("Running", false) || !inspect["ExitCode"].is_number_integer()) {
+    return Status(Code::kDeadlineExceeded, "a shell in the container did not finish");
+  }
+  return inspect["ExitCode"].get<int>();
+}
+
+void DockerBackend::killGroup(const std::string& container, const std::string& pid_file,
+                              int sig) const {
+  // The leader's pid is its group's id. SIGINT goes to the leader alone (a kernel's cell).
+  // SIGKILL goes to the whole group, again and again while it has members (a fork bomb forks
+  // while it dies), then the group must be empty once init has reaped the dead. Only shell
+  // builtins: where processes are exhausted, one shell is all the kill costs. (dash's kill
+  // takes no "--": a negative pid right after the signal names the group.)
+  if (sig == SIGINT) {
+    shell(container, "read p < " + pid_file + " && kill -INT $p").ok();
+    return;
+  }
+  const std::string kill = "read p < " + pid_file +
+                           " || exit 0; i=0; while [ $i -lt 200 ] && kill -9 -$p 2>/dev/null; "
+                           "do i=$((i+1)); done; exit 0";
+  const std::string check =
+      "read p < " + pid_file + " || exit 0; kill -0 -$p 2>/dev/null && exit 1; exit 0";
+  for (int round = 0; round < 3; ++round) {
+    if (!shell(container, kill).ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto left = shell(container, check);
+    if (!left.ok()) break;
+    if (*left == 0) return;
+  }
+  // The container has no room left to even run the kill, or the group outlived it: restart
+  // it, which ends every process in it. The workspace stays; /tmp and Python sessions do not.
+  spdlog::warn("docker: could not end a process group in container {}; restarting it",
+               container.substr(0, 12));
+  client_.request("POST", "/containers/" + container + "/restart?t=0").ok();
+  std::shared_ptr<PythonSessions> dropped;  // their kernels died with the restart
+  std::lock_guard lock(mu_);
+  if (container == container_) dropped = std::move(python_);
+}
+
+Result<DockerBackend::ExecOutcome> DockerBackend::exec(
+    const std::vector<std::string>& argv, const std::string& cwd,
+    const std::vector<std::pair<std::string, std::string>>& env, const std::string& stdin_data,
+    std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel,
+    const std::function<void(std::string_view)>& on_line) const {
+  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
+  uint64_t run;
+  {
+    std::lock_guard lock(mu_);
+    run = next_run_++;
+  }
+  const std::string pid_file = "/tmp/.byd-run-" + std::to_string(run) + ".pid";
+  // The command leads a process group of its own (setsid), whose id it records, so a timeout
+  // or a cancel can end everything it started.
+  std::vector<std::string> cmd = {
+      "setsid", "-w", "/bin/sh", "-c",
+      "echo $$ > " + pid_file + "; \"$0\" \"$@\"; s=$?; rm -f " + pid_file + "; exit $s"};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  json env_list = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
+                   "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
+  BYD_ASSIGN_OR_RETURN(
+      json made, client_.request("POST", "/containers/" + container + "/exec",
+                                 {{"Cmd", cmd},
+                                  {"Env", env_list},
+                                  {"User", options_.user},
+                                  {"WorkingDir", cwd.empty() ? "/workspace" : "/workspace/" + cwd},
+                                  {"AttachStdin", !stdin_data.empty()},
+                                  {"AttachStdout", true},
+                                  {"AttachStderr", true},
+                                  {"Tty", false}}));
+  const std::string exec_id = made.value("Id", "");
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(exec_id));
+  std::thread feeder;
+  if (!stdin_data.empty()) {
+    feeder = std::thread([&conn, &stdin_data] {
+      std::string_view rest = stdin_data;
+      while (!rest.empty()) {
+        const ssize_t n = send(conn->fd(), rest.data(), rest.size(), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        rest.remove_prefix(n);
+      }
+      conn->closeWrite();
+    });
+  }
+  ExecOutcome out;
+  docker::StreamDemuxer demux;
+  std::string line_buf;
+  auto last_line = Clock::now();
+  const auto start = Clock::now();
+  auto deadline = start + timeout;
+  bool killed = false;
+  char buf[1 << 16];
+  while (true) {
+    const auto now = Clock::now();
+    if (!killed && (now >= deadline || cancel.cancelled())) {
+      out.timed_out = now >= deadline && !cancel.cancelled();
+      out.cancelled = cancel.cancelled();
+      killGroup(container, pid_file, SIGKILL);
+      killed = true;
+      deadline = now + std::chrono::seconds(5);  // for the stream to end
+    } else if (killed && now >= deadline) {
+      break;
+    }
+    pollfd p = {conn->fd(), POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = ::read(conn->fd(), buf, sizeof buf);
+    if (n <= 0) break;
+    const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
+      if (stream == 2) {
+        capped(out.err, d, max_output, out.err_truncated);
+        return;
+      }
+      capped(out.out, d, max_output, out.out_truncated);
+      if (!on_line) return;
+      line_buf.append(d);
+      if (line_buf.size() > 4096) line_buf.erase(0, line_buf.size() - 4096);
+      const size_t nl = line_buf.rfind('\n');
+      if (nl != std::string::npos && Clock::now() - last_line >= std::chrono::seconds(1)) {
+        const size_t begin = line_buf.rfind('\n', nl == 0 ? 0 : nl - 1);
+        on_line(
+            std::string_view(line_buf).substr(begin == std::string::npos ? 0 : begin + 1,
+                                              nl - (begin == std::string::npos ? 0 : begin + 1)));
+        last_line = Clock::now();
+      }
+    });
+    if (!ok) return internalError("the Docker engine's output stream is malformed");
+  }
+  if (feeder.joinable()) {
+    conn->closeWrite();
+    feeder.join();
+  }
+  conn.reset();
+  auto inspect = client_.request("GET", "/exec/" + exec_id + "/json");
+  if (inspect.ok() && (*inspect)["ExitCode"].is_number_integer()) {
+    out.exit_code = (*inspect)["ExitCode"].get<int>();
+  }
+  if (killed) {
+    // What the kill ended reports as a shell would; the note of our own wrapper (setsid, whose
+    // child we killed) is not the command's output.
+    out.exit_code = 128 + SIGKILL;
+    const size_t note = out.err.rfind("setsid: child ");
+    if (note != std::string::npos && out.err.find('\n', note) + 1 == out.err.size()) {
+      out.err.erase(note);
+    }
+  }
+  return out;
+}
+
+Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
+                                          const CancelToken& cancel) const {
+  const auto start = Clock::now();
+  if (!request.cwd.empty()) {
+    BYD_ASSIGN_OR_RETURN(FileInfo dir, stat(request.cwd));
+    if (dir.type != FileType::kDir) {
+      return invalidArgument("cwd '" + request.cwd + "' is not a directory");
+    }
+  }
+  BYD_ASSIGN_OR_RETURN(ExecOutcome run, exec({"/bin/sh", "-c", request.command}, request.cwd,
+                                             request.env, request.stdin_data, request.timeout,
+                                             request.max_output, cancel, request.on_progress));
+  ExecResult r;
+  r.stdout_data = std::move(run.out);
+  r.stderr_data = std::move(run.err);
+  r.stdout_truncated = run.out_truncated;
+  r.stderr_truncated = run.err_truncated;
+  r.exit_code = run.exit_code;
+  r.timed_out = run.timed_out;
+  r.cancelled = run.cancelled;
+  r.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return r;
+}
+
+Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
+  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
+  uint64_t run;
+  {
+    std::lock_guard lock(mu_);
+    run = next_run_++;
+  }
+  const std::string pid_file = "/tmp/.byd-kernel-" + std::to_string(run) + ".pid";
+  const std::string kernel = std::string(kKernelDir) + "/kernel.py";
+  BYD_ASSIGN_OR_RETURN(
+      json made,
+      client_.request(
+          "POST", "/containers/" + container + "/exec",
+          {{"Cmd",
+            {"setsid", "-w", "/bin/sh", "-c",
+             "echo $$ > " + pid_file + "; exec " + quote(options_.python) + " -I -S -u " + kernel}},
+           {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},
+           {"User", options_.user},
+           {"WorkingDir", "/workspace"},
+           {"AttachStdin", true},
+           {"AttachStdout", true},
+           {"AttachStderr", true},
+           {"Tty", false}}));
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn,
+                       client_.startExec(made.value("Id", "")));
+  auto signal = [this, container, pid_file](int sig) { killGroup(container, pid_file, sig); };
+  return PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(conn), signal));
+}
+
+Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
+                                              const CancelToken& cancel) const {
+  BYD_RETURN_IF_ERROR(ensureContainer().status());
+  std::shared_ptr<PythonSessions> sessions;
+  {
+    std::lock_guard lock(mu_);
+    if (!python_) {
+      PythonOptions o = options_.python_options;
+      o.spare_at_start = false;
+      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); }, o);
+    }
+    sessions = python_;
+  }
+  BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
+                       sessions->run(request.session, request.code, request.reset, request.timeout,
+                                     request.max_output, cancel));
+  return pythonResult(run);
+}
+
+}  // namespace byd

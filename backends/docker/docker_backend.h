@@ -1,0 +1,114 @@
+#pragma once
+// The Docker backend: one hardened container per backend (per session), reached through the
+// Docker Engine API. The workspace is a host directory bind-mounted at /workspace; the file
+// tools work on it from the host through the Local backend's kernel-level resolver (as the
+// container's user), so paths resolve as the container sees them and symlinks cannot leave it.
+// execute and run_python run inside the container through exec; the container is created when
+// first needed and removed with the backend, unless it is a named one, which is reattached and
+// kept. Thread-safe.
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/backend.h"
+#include "backends/docker/docker_client.h"
+#include "backends/local/local_backend.h"
+#include "backends/local/python_sessions.h"
+
+namespace byd {
+
+struct DockerOptions {
+  std::string host;  // DOCKER_HOST syntax; empty: unix:///var/run/docker.sock
+  std::string image = "python:3.12-slim";
+  std::string runtime = "auto";  // auto (runsc when the engine has it), runc, runsc
+  std::string network = "none";
+  int64_t memory_bytes = int64_t{1} << 30;  // and no swap beyond it
+  double cpus = 1.0;
+  int64_t pids = 256;
+  std::string user = "1000:1000";  // never root; owns what the file tools write
+  std::string container_name;      // reattach (start if stopped) and keep at exit
+  std::string python = "python3";
+  PythonOptions python_options;
+};
+
+class DockerBackend : public Backend {
+ public:
+  // `workspace` is the host directory mounted at /workspace. Nothing is asked of the engine
+  // yet: the container comes with the first execute or run_python.
+  static Result<std::unique_ptr<DockerBackend>> open(const std::string& workspace,
+                                                     DockerOptions options);
+  ~DockerBackend() override;
+
+  std::string_view kind() const override { return "docker"; }
+  std::string root() const override { return "/workspace"; }
+  Result<std::string> normalize(std::string_view user_path) const override;
+  Result<FileInfo> stat(const std::string& key) const override;
+  Result<std::string> realKey(const std::string& key) const override;
+  Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Result<std::string> read(const std::string& key, uint64_t offset,
+                           uint64_t max_bytes) const override;
+  Status readStream(const std::string& key, size_t chunk_bytes,
+                    const std::function<bool(std::string_view)>& sink) const override;
+  Result<WriteOutcome> write(const std::string& key, std::string_view data,
+                             WriteMode mode) override;
+  bool canExecute() const override { return true; }
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
+  Result<PythonResult> runPython(const PythonRequest& request,
+                                 const CancelToken& cancel) const override;
+
+  // The runtime containers get: "runsc" (gVisor) or "runc", as --runtime and the engine's
+  // /info decide; with the warning to log when auto found no gVisor. Asks the engine.
+  struct Runtime {
+    std::string name;
+    std::string warning;
+  };
+  Result<Runtime> resolveRuntime() const;
+  // The container's id once it exists ("" before).
+  std::string containerId() const;
+  const docker::Client& client() const { return client_; }
+
+  // One command in the container: its output (each stream cut at `max_output`), exit code,
+  // and whether the timeout or `cancel` ended it (then its whole process group is killed).
+  struct ExecOutcome {
+    std::string out, err;
+    bool out_truncated = false, err_truncated = false;
+    int exit_code = -1;
+    bool timed_out = false, cancelled = false;
+  };
+
+ private:
+  DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions options, docker::Client client,
+                std::string workspace);
+  // The container, created and started if need be.
+  Result<std::string> ensureContainer() const;
+  Result<std::string> createContainer(const std::string& runtime) const;
+  // Runs `argv` (wrapped so that its process group can be killed) in the container.
+  Result<ExecOutcome> exec(const std::vector<std::string>& argv, const std::string& cwd,
+                           const std::vector<std::pair<std::string, std::string>>& env,
+                           const std::string& stdin_data, std::chrono::milliseconds timeout,
+                           size_t max_output, const CancelToken& cancel,
+                           const std::function<void(std::string_view)>& on_line) const;
+  // Starts one Python kernel in the container.
+  Result<std::unique_ptr<PythonKernel>> startKernel() const;
+  // Kills the process group whose leader wrote its pid to `pid_file` in the container; restarts
+  // the container when that cannot be done from inside.
+  void killGroup(const std::string& container, const std::string& pid_file, int sig) const;
+  // Runs a shell script in the container to its end; its exit status.
+  Result<int> shell(const std::string& container, const std::string& script) const;
+
+  std::unique_ptr<LocalBackend> files_;
+  const DockerOptions options_;
+  const docker::Client client_;
+  const std::string workspace_;
+  uid_t uid_ = 1000;
+  gid_t gid_ = 1000;
+
+  mutable std::mutex mu_;
+  mutable std::string container_;  // id
+  mutable std::string runtime_;    // what it runs under
+  mutable uint64_t next_run_ = 1;
+  mutable std::shared_ptr<PythonSessions> python_;
+};
+
+}  // namespace byd

@@ -1,0 +1,336 @@
+#!/usr/bin/python3
+"""The Docker backend against the real binary and a real engine: the tools inside a container,
+its hardening, resource attacks with the server answering ping throughout, isolation of HTTP
+sessions, cleanup, a named container that outlives the server, and an engine that cannot be
+reached. Runs once per runtime given (runc, runsc).
+
+usage: docker_test.py BINARY [--runtime runc|runsc]... [unittest args]
+Needs BYD_DOCKER_TESTS=1 (the test command sets the engine up and sets it); without it the
+test reports itself skipped (exit 77), since there is no engine to test against."""
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+BINARY = None
+RUNTIME = "runc"
+IMAGE = os.environ.get("BYD_DOCKER_IMAGE", "backyard-mcp/python:bookworm")
+SOCKET = "/var/run/docker.sock"
+
+
+def engine(method, path, body=None):
+    """A call to the Docker Engine API through curl (the test's own view of the engine)."""
+    cmd = ["curl", "-s", "--unix-socket", SOCKET, "-X", method, "http://localhost" + path]
+    if body is not None:
+        cmd += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out) if out.strip() else None
+
+
+def our_containers():
+    return engine("GET", "/containers/json?all=1&filters=" +
+                  "%7B%22label%22%3A%5B%22io.backyard-mcp%22%5D%7D") or []
+
+
+class Stdio:
+    """backyard-mcp over stdio, with a reader thread so pings can be timed during a call."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [BINARY, "--backend", "docker", "--image", IMAGE, "--runtime", RUNTIME,
+             "--ruleset", "permissive", "--ask-fallback", "allow", "--log-level", "info", *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.answers = {}
+        self.cv = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.stderr_lines = []
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.next_id = 100
+        init = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                           "clientInfo": {"name": "docker-test", "version": "1"}})
+        self.instructions = init["result"]["instructions"]
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self):
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if "id" in msg:
+                with self.cv:
+                    self.answers[msg["id"]] = (msg, time.monotonic())
+                    self.cv.notify_all()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line.decode(errors="replace"))
+
+    def send(self, msg):
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def start(self, method, params):
+        with self.cv:
+            self.next_id += 1
+            rid = self.next_id
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return rid
+
+    def wait(self, rid, timeout=180):
+        with self.cv:
+            self.cv.wait_for(lambda: rid in self.answers, timeout)
+            return self.answers.pop(rid)[0]
+
+    def request(self, method, params, timeout=180):
+        return self.wait(self.start(method, params), timeout)
+
+    def tool(self, name, arguments, timeout=180):
+        return self.request("tools/call", {"name": name, "arguments": arguments}, timeout)["result"]
+
+    def sh(self, command, timeout_s=60):
+        return self.tool("execute", {"command": command, "timeout_s": timeout_s})[
+            "structuredContent"]
+
+    def ping_ms(self):
+        start = time.monotonic()
+        self.request("ping", {}, timeout=30)
+        return (time.monotonic() - start) * 1000
+
+    def close(self):
+        self.proc.stdin.close()
+        code = self.proc.wait(120)
+        return code
+
+
+class DockerBackend(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.baseline = {c["Id"] for c in our_containers()}
+        cls.server = Stdio()
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.close()
+        assert code == 0, f"server exit code {code}"
+        left = {c["Id"] for c in our_containers()} - cls.baseline
+        assert not left, f"containers left behind: {left}"
+
+    def test_reports_its_runtime(self):
+        expected = "gVisor (runsc)" if RUNTIME == "runsc" else "runc, without gVisor"
+        self.assertIn(expected, self.server.instructions)
+        self.assertIn("/workspace", self.server.instructions)
+
+    def test_commands_and_files_meet_in_the_workspace(self):
+        w = self.server.tool("write_file", {"path": "notes/a.txt", "content": "from the host\n"})
+        self.assertFalse(w["isError"], w)
+        r = self.server.sh("cat /workspace/notes/a.txt; pwd; id -u; echo made > b.txt")
+        self.assertEqual(r["stdout"], "from the host\n/workspace\n1000\n")
+        self.assertEqual(r["exit_code"], 0)
+        read = self.server.tool("read_file", {"path": "/workspace/b.txt"})
+        self.assertIn("made", read["content"][0]["text"])
+        outside = self.server.tool("read_file", {"path": "/etc/passwd"})
+        self.assertTrue(outside["isError"])
+        # Both ends see one owner: what the file tools write belongs to the container's user.
+        r = self.server.sh("stat -c %u notes/a.txt; echo more >> notes/a.txt && echo ok")
+        self.assertEqual(r["stdout"], "1000\nok\n")
+
+    def test_exit_codes_stdin_env_and_cwd(self):
+        r = self.server.tool("execute", {"command": "cat; echo \"$GREETING\"; pwd; exit 3",
+                                         "stdin": "in\n", "env": {"GREETING": "hi"},
+                                         "cwd": "."})["structuredContent"]
+        self.assertEqual(r["stdout"], "in\nhi\n/workspace\n")
+        self.assertEqual(r["exit_code"], 3)
+
+    def test_a_timeout_kills_the_whole_process_tree(self):
+        r = self.server.sh("sleep 300 & sleep 301; echo never", timeout_s=2)
+        self.assertTrue(r["timed_out"])
+        self.assertNotIn("never", r["stdout"])
+        left = self.server.sh("ps -eo args | grep -c '^slee[p] 30' || true")
+        self.assertEqual(left["stdout"].strip(), "0")
+
+    def test_python_keeps_its_state(self):
+        first = self.server.tool("run_python", {"code": "x = 41\nimport os\nos.getcwd()"})
+        self.assertFalse(first["isError"], first)
+        self.assertIn("/workspace", first["content"][0]["text"])
+        second = self.server.tool("run_python", {"code": "x + 1"})
+        self.assertIn("42", second["content"][0]["text"])
+        slow = self.server.tool("run_python", {"code": "import time\ntime.sleep(30)",
+                                               "timeout_s": 2})
+        self.assertTrue(slow["structuredContent"]["timed_out"], slow)
+        after = self.server.tool("run_python", {"code": "x"})
+        self.assertIn("41", after["content"][0]["text"])
+
+    def test_hardening_inside_the_container(self):
+        status = self.server.sh("grep -E '^(CapEff|NoNewPrivs)' /proc/self/status")["stdout"]
+        self.assertIn("CapEff:\t0000000000000000", status)
+        self.assertRegex(status, r"NoNewPrivs:\s+1")
+        ro = self.server.sh("touch /usr/x 2>&1; echo $?")["stdout"]
+        self.assertNotEqual(ro.strip().splitlines()[-1], "0", ro)
+        net = self.server.tool("run_python", {"code": (
+            "import socket\n"
+            "s = socket.socket()\n"
+            "s.settimeout(3)\n"
+            "try:\n"
+            "    s.connect(('1.1.1.1', 53)); r = 'connected'\n"
+            "except OSError as e:\n"
+            "    r = 'refused ' + type(e).__name__\n"
+            "r")})
+        self.assertIn("refused", net["content"][0]["text"])
+        sock = self.server.sh("ls /var/run/docker.sock /run/docker.sock 2>&1; "
+                              "find / -xdev -name '*.sock' 2>/dev/null | grep -c docker || true")
+        self.assertIn("No such file", sock["stdout"])
+        self.assertEqual(sock["stdout"].strip().splitlines()[-1], "0")
+        self.assertEqual(self.server.sh("id -u")["stdout"], "1000\n")
+
+    def _under_attack(self, tool, arguments, timeout=120):
+        """Runs an attack while pinging; returns its result and the slowest ping in ms."""
+        rid = self.server.start("tools/call", {"name": tool, "arguments": arguments})
+        slowest = 0.0
+        while True:
+            with self.server.cv:
+                done = rid in self.server.answers
+            if done:
+                break
+            slowest = max(slowest, self.server.ping_ms())
+            time.sleep(0.2)
+        return self.server.wait(rid, timeout)["result"], slowest
+
+    def test_a_fork_bomb_meets_the_pids_limit(self):
+        result, slowest = self._under_attack(
+            "execute", {"command": "bomb() { bomb | bomb & }; bomb", "timeout_s": 8})
+        self.assertLess(slowest, 250, "ping was slow during the fork bomb")
+        self.assertFalse(result["isError"], result)
+        self.assertEqual(self.server.sh("echo alive")["stdout"], "alive\n")
+
+    def test_memory_is_capped(self):
+        result, slowest = self._under_attack("execute", {
+            "command": "python3 -c \"b = bytearray(16 << 30); print('allocated')\"",
+            "timeout_s": 60})
+        self.assertLess(slowest, 250)
+        self.assertNotIn("allocated", result["structuredContent"]["stdout"])
+        self.assertNotEqual(result["structuredContent"]["exit_code"], 0)
+
+
+class HttpSessions(unittest.TestCase):
+    def test_two_sessions_two_containers_and_nothing_left(self):
+        baseline = {c["Id"] for c in our_containers()}
+        proc = subprocess.Popen(
+            [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
+             "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
+             "--ask-fallback", "allow", "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        port = None
+        while port is None:  # the address comes after any warnings
+            line = proc.stderr.readline()
+            self.assertTrue(line, "the server ended before it listened")
+            match = re.search(rb"127\.0\.0\.1:(\d+)/mcp", line)
+            port = int(match.group(1)) if match else None
+
+        def post(body, sid=None):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+            headers = {"Content-Type": "application/json",
+                       "Accept": "application/json, text/event-stream"}
+            if sid:
+                headers["Mcp-Session-Id"] = sid
+            conn.request("POST", "/mcp", json.dumps(body), headers)
+            resp = conn.getresponse()
+            data = resp.read().decode()
+            sid = resp.getheader("Mcp-Session-Id") or sid
+            conn.close()
+            if data.startswith("event:") or data.startswith("id:"):
+                data = [line[6:] for line in data.splitlines() if line.startswith("data: ")][-1]
+            return (json.loads(data) if data.strip() else None), sid
+
+        def session():
+            _, sid = post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "t", "version": "1"}}})
+            return sid
+
+        def call(sid, name, args):
+            answer, _ = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": name, "arguments": args}}, sid)
+            return answer["result"]
+
+        try:
+            a, b = session(), session()
+            call(a, "execute", {"command": "echo secret-a > a.txt"})
+            call(b, "execute", {"command": "echo b > b.txt"})
+            self.assertEqual(len({c["Id"] for c in our_containers()} - baseline), 2)
+            listing = call(b, "execute", {"command": "ls; cat /workspace/a.txt 2>&1"})
+            self.assertNotIn("secret-a", listing["structuredContent"]["stdout"])
+            self.assertNotIn("a.txt\n", listing["structuredContent"]["stdout"])
+            mounts = [m["Source"] for c in our_containers() if c["Id"] not in baseline
+                      for m in c["Mounts"] if m["Destination"] == "/workspace"]
+            self.assertEqual(len(set(mounts)), 2)
+            for sid in (a, b):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
+                conn.getresponse().read()
+                conn.close()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and {c["Id"] for c in our_containers()} - baseline:
+                time.sleep(0.5)
+            self.assertEqual({c["Id"] for c in our_containers()} - baseline, set())
+            for source in mounts:
+                self.assertFalse(os.path.exists(source), f"workspace {source} left behind")
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(60), 0)
+
+
+class NamedContainer(unittest.TestCase):
+    def test_survives_a_restart_of_the_server(self):
+        name = f"byd-test-{os.getpid()}-{RUNTIME}"
+        with tempfile.TemporaryDirectory(prefix="byd-named-") as root:
+            os.chown(root, 1000, 1000)
+            try:
+                first = Stdio("--container-name", name, "--root", root)
+                first.sh("echo kept > /tmp/marker; echo file > here.txt")
+                self.assertEqual(first.close(), 0)
+                self.assertEqual(engine("GET", f"/containers/{name}/json")["Name"], "/" + name)
+                second = Stdio("--container-name", name, "--root", root)
+                r = second.sh("cat /tmp/marker here.txt")
+                self.assertEqual(r["stdout"], "kept\nfile\n")
+                self.assertEqual(second.close(), 0)
+            finally:
+                engine("DELETE", f"/containers/{name}?force=true&v=true")
+
+
+class EngineDown(unittest.TestCase):
+    def test_file_tools_work_and_commands_say_why_not(self):
+        with tempfile.TemporaryDirectory(prefix="byd-down-") as root:
+            os.chown(root, 1000, 1000)
+            server = Stdio("--docker-host", "unix:///nonexistent/docker.sock", "--root", root)
+            try:
+                w = server.tool("write_file", {"path": "a.txt", "content": "x"})
+                self.assertFalse(w["isError"], w)
+                r = server.tool("execute", {"command": "true"})
+                self.assertTrue(r["isError"])
+                self.assertIn("not reachable", r["content"][0]["text"])
+                self.assertIn("x", server.tool("read_file", {"path": "a.txt"})["content"][0]["text"])
+            finally:
+                self.assertEqual(server.close(), 0)
+
+
+if __name__ == "__main__":
+    BINARY = os.path.abspath(sys.argv[1])
+    args = sys.argv[2:]
+    runtimes = []
+    while len(args) >= 2 and args[0] == "--runtime":
+        runtimes.append(args[1])
+        args = args[2:]
+    if os.environ.get("BYD_DOCKER_TESTS") != "1":
+        print("skipped: BYD_DOCKER_TESTS=1 is not set (no Docker engine set up for tests)")
+        sys.exit(77)
+    ok = True
+    for RUNTIME in runtimes or ["runc"]:
+        print(f"=== runtime {RUNTIME}", flush=True)
+        program = unittest.main(argv=[sys.argv[0], *args], exit=False, verbosity=2)
+        ok = ok and program.result.wasSuccessful()
+    sys.exit(0 if ok else 1)
