@@ -24,6 +24,10 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kKernelDir = "/opt/backyard";
+// What a command's wrapper writes to stderr before its exit status: a newline, a record
+// separator, a word. As printf text (\\n, \\036) and as the bytes it prints.
+constexpr const char* kExitMarker = "\\n\\036byd-exit ";
+constexpr const char* kExitMarkerText = "\036byd-exit ";
 
 // Runs the calling thread's file accesses as the container's user, so that what the file tools
 // write belongs to it and what it could not touch, they cannot either. (The fs ids are per
@@ -416,7 +420,10 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
   // or a cancel can end everything it started.
   std::vector<std::string> cmd = {
       "setsid", "-w", "/bin/sh", "-c",
-      "echo $$ > " + pid_file + "; \"$0\" \"$@\"; s=$?; rm -f " + pid_file + "; exit $s"};
+      // When it ends, its status goes out on stderr behind a marker, and whatever it left
+      // running in its group goes with the group (as Local ends a command's namespace).
+      "echo $$ > " + pid_file + "; \"$0\" \"$@\"; s=$?; printf '" + kExitMarker +
+          "%d\\n' \"$s\" >&2; kill -9 0"};
   cmd.insert(cmd.end(), argv.begin(), argv.end());
   json env_list = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
                    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
@@ -446,6 +453,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
     });
   }
   ExecOutcome out;
+  std::string err_tail;
   docker::StreamDemuxer demux;
   std::string line_buf;
   auto last_line = Clock::now();
@@ -471,6 +479,8 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
     const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
       if (stream == 2) {
         capped(out.err, d, max_output, out.err_truncated);
+        err_tail.append(d);  // the marker must be found even past the cap
+        if (err_tail.size() > 512) err_tail.erase(0, err_tail.size() - 512);
         return;
       }
       capped(out.out, d, max_output, out.out_truncated);
@@ -497,9 +507,15 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
   if (inspect.ok() && (*inspect)["ExitCode"].is_number_integer()) {
     out.exit_code = (*inspect)["ExitCode"].get<int>();
   }
+  // The command's own status, from the marker; what follows it (the note of setsid, whose
+  // child the wrapper's group kill ended) is ours, not the command's.
+  const std::string marker = std::string("\n") + kExitMarkerText;
+  if (const size_t m = err_tail.rfind(marker); m != std::string::npos && !killed) {
+    out.exit_code = atoi(err_tail.c_str() + m + marker.size());
+  }
+  if (const size_t m = out.err.rfind(marker); m != std::string::npos) out.err.erase(m);
   if (killed) {
-    // What the kill ended reports as a shell would; the note of our own wrapper (setsid, whose
-    // child we killed) is not the command's output.
+    // What the kill ended reports as a shell would, and setsid's note is dropped.
     out.exit_code = 128 + SIGKILL;
     const size_t note = out.err.rfind("setsid: child ");
     if (note != std::string::npos && out.err.find('\n', note) + 1 == out.err.size()) {

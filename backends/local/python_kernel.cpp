@@ -90,6 +90,12 @@ PythonKernel::~PythonKernel() {
   kill();
 }
 
+bool PythonKernel::exited() const {
+  if (!alive_ || !proc_) return true;
+  pollfd p = {proc_->stdoutFd(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
 void PythonKernel::kill() {
   if (proc_) proc_->kill();
   alive_ = false;

@@ -48,6 +48,9 @@ class PythonKernel {
   Result<Outcome> exec(const std::string& code, std::chrono::milliseconds timeout,
                        size_t max_output, const CancelToken& cancel);
   bool alive() const { return alive_; }
+  // The kernel's process has gone (its output pipe hung up), without being asked: a spare
+  // that died while it waited.
+  bool exited() const;
 
  private:
   PythonKernel() = default;

@@ -72,6 +72,10 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
       std::lock_guard lock(mu_);
       BYD_ASSIGN_OR_RETURN(kernel, takeSpare());
     }
+    // A spare can die while it waits (its container restarted, say): start one now instead.
+    if (kernel->exited()) {
+      BYD_ASSIGN_OR_RETURN(kernel, start_());
+    }
     session->kernel = std::move(kernel);
     run.new_session = true;
   }
