@@ -7,11 +7,12 @@ bench/reference` for the reference server):
     /usr/bin/python3 bench/transports.py [--quick] [--binary build/backyard-mcp]
 
 Measures calls per second of a 1 KiB read with 1, 8 and 64 clients in flight, with p50/p99
-latency: the official @modelcontextprotocol/server-filesystem over stdio (its read_text_file),
-backyard-mcp over stdio (read_file; requests pipelined, N in flight), and backyard-mcp over
-Streamable HTTP (N clients, each its own session on a keep-alive connection). Then the memory
-of idle HTTP sessions: RSS of the server, and of the server with every process below it, per
-session. The client is Python in one process; with 64 HTTP clients it may be what limits.
+latency: the official @modelcontextprotocol/server-filesystem over stdio (its read_text_file)
+and backyard-mcp over stdio (read_file; requests pipelined, N in flight), both driven by a native
+client (bench/stdio_load.cpp, built here with g++) so that the client does not cap the rate,
+backyard-mcp over stdio driven by this script too, and backyard-mcp over Streamable HTTP (N
+clients, each its own session on a keep-alive connection, Python). Then the memory of idle HTTP
+sessions: RSS of the server, and of the server with every process below it, per session.
 """
 
 import argparse
@@ -68,6 +69,28 @@ def tree(pid):
         if q == pid and p != pid:
             out.append(p)
     return out
+
+
+LOAD_SOURCE = os.path.join(HERE, "stdio_load.cpp")
+LOAD_BINARY = os.path.join(os.path.dirname(HERE), "build", "bench-stdio-load")
+
+
+def native_client():
+    """Builds bench/stdio_load.cpp (a native stdio client) when it is missing or older."""
+    if (not os.path.exists(LOAD_BINARY) or
+            os.path.getmtime(LOAD_BINARY) < os.path.getmtime(LOAD_SOURCE)):
+        subprocess.run(["g++", "-O2", "-std=c++20", "-Wall", "-Wextra", "-Werror", LOAD_SOURCE,
+                        "-o", LOAD_BINARY], check=True)
+    return LOAD_BINARY
+
+
+def stdio_rate_native(argv, tool, path, in_flight, total):
+    """(calls/s, p50 s, p99 s) as stdio_rate, measured by the native client, so that the
+    client's own cost does not cap the rate."""
+    out = subprocess.run([native_client(), tool, path, str(in_flight), str(total), "--", *argv],
+                         capture_output=True, text=True, check=True).stdout
+    r = json.loads(out)
+    return r["calls_per_s"], r["p50_s"], r["p99_s"]
 
 
 def stdio_rate(argv, tool, path, in_flight, total):
@@ -207,16 +230,18 @@ def main():
             print("reference server missing: npm ci --prefix bench/reference", file=sys.stderr)
         for in_flight in (1, 8, 64):
             print(f"{in_flight} in flight ...", file=sys.stderr, flush=True)
-            ref = stdio_rate(["node", REFERENCE, root], "read_text_file", path, in_flight,
-                             total // 4) if have_reference else None
-            ours = stdio_rate([binary, "--root", root, "--log-level", "off", "--ruleset",
-                               "permissive"], "read_file", path, in_flight, total)
+            ref = stdio_rate_native(["node", REFERENCE, root], "read_text_file", path,
+                                    in_flight, total // 4) if have_reference else None
+            ours = stdio_rate_native([binary, "--root", root, "--log-level", "off", "--ruleset",
+                                      "permissive"], "read_file", path, in_flight, total * 2)
+            ours_py = stdio_rate([binary, "--root", root, "--log-level", "off", "--ruleset",
+                                  "permissive"], "read_file", path, in_flight, total)
             server = HttpServer(binary, root)
             try:
                 web = http_rate(server, path, in_flight, total)
             finally:
                 server.stop()
-            rows.append((in_flight, ref, ours, web))
+            rows.append((in_flight, ref, ours, ours_py, web))
 
         print(f"idle sessions: {idle_sessions} ...", file=sys.stderr, flush=True)
         server = HttpServer(binary, root)
@@ -235,11 +260,14 @@ def main():
         return "—" if r is None else f"{r[0]:8.0f}/s  p50 {r[1] * 1e3:6.2f} ms  p99 {r[2] * 1e3:6.2f} ms"
 
     print(f"\n1 KiB read, calls per second (load average {os.getloadavg()[0]:.2f})")
+    print("stdio columns: the native client (bench/stdio_load.cpp) drives both servers; the "
+          "last stdio column is backyard-mcp driven by this Python script, for comparison")
     print(f"{'in flight':>9}  {'server-filesystem, stdio':<40}{'backyard-mcp, stdio':<40}"
-          f"{'backyard-mcp, HTTP':<40}{'stdio / reference':>18}")
-    for in_flight, ref, ours, web in rows:
+          f"{'backyard-mcp, HTTP':<40}{'stdio / reference':>18}  {'backyard-mcp, stdio (Python)':<40}")
+    for in_flight, ref, ours, ours_py, web in rows:
         ratio = f"{ours[0] / ref[0]:.1f}x" if ref else "—"
-        print(f"{in_flight:>9}  {fmt(ref):<40}{fmt(ours):<40}{fmt(web):<40}{ratio:>18}")
+        print(f"{in_flight:>9}  {fmt(ref):<40}{fmt(ours):<40}{fmt(web):<40}{ratio:>18}  "
+              f"{fmt(ours_py):<40}")
     print(f"\nidle HTTP sessions: {idle_sessions}")
     print(f"  server RSS per session:                     "
           f"{(after - before) / idle_sessions:8.1f} KiB   (target < 1024 KiB)")
