@@ -308,6 +308,15 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   return id;
 }
 
+void DockerBackend::forgetContainer(const std::string& container) const {
+  std::shared_ptr<PythonSessions> dropped;  // released after the lock
+  std::lock_guard lock(mu_);
+  if (container != container_ || !options_.container_name.empty()) return;
+  client_.request("DELETE", "/containers/" + container + "?force=true&v=true").ok();
+  container_.clear();
+  dropped = std::move(python_);
+}
+
 Result<std::string> DockerBackend::ensureContainer() const {
   std::shared_ptr<PythonSessions> dropped;  // released after the lock, below
   std::lock_guard lock(mu_);
@@ -510,8 +519,20 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
   // The command's own status, from the marker; what follows it (the note of setsid, whose
   // child the wrapper's group kill ended) is ours, not the command's.
   const std::string marker = std::string("\n") + kExitMarkerText;
-  if (const size_t m = err_tail.rfind(marker); m != std::string::npos && !killed) {
-    out.exit_code = atoi(err_tail.c_str() + m + marker.size());
+  const size_t status_at = err_tail.rfind(marker);
+  if (status_at != std::string::npos && !killed) {
+    out.exit_code = atoi(err_tail.c_str() + status_at + marker.size());
+  }
+  out.no_status = status_at == std::string::npos && !killed;
+  if (out.no_status) {
+    // No status from the wrapper: did the container stop underneath (under gVisor, a memory
+    // limit ends the whole sandbox)? Then the engine's refusal is all the stream held, and the
+    // command never ran.
+    auto state = client_.request("GET", "/containers/" + container + "/json");
+    if (!state.ok() || !(*state)["State"].value("Running", false)) {
+      forgetContainer(container);
+      out.container_lost = true;
+    }
   }
   if (const size_t m = out.err.rfind(marker); m != std::string::npos) out.err.erase(m);
   if (killed) {
@@ -534,9 +555,23 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
       return invalidArgument("cwd '" + request.cwd + "' is not a directory");
     }
   }
-  BYD_ASSIGN_OR_RETURN(ExecOutcome run, exec({"/bin/sh", "-c", request.command}, request.cwd,
-                                             request.env, request.stdin_data, request.timeout,
-                                             request.max_output, cancel, request.on_progress));
+  ExecOutcome run;
+  for (int attempt = 0;; ++attempt) {
+    BYD_ASSIGN_OR_RETURN(
+        run, exec({"/bin/sh", "-c", request.command}, request.cwd, request.env, request.stdin_data,
+                  request.timeout, request.max_output, cancel, request.on_progress));
+    // The container was gone before the command could start: once more, in a new one.
+    const bool never_ran = run.out.find("OCI runtime exec failed") != std::string::npos ||
+                           run.err.find("OCI runtime exec failed") != std::string::npos;
+    if (!run.no_status || !never_ran || attempt > 0) break;
+    spdlog::warn("docker: the engine could not start the command ({}); once more",
+                 run.container_lost ? "the container stopped" : "the container was not ready");
+  }
+  if (run.container_lost) {
+    run.err +=
+        "\n[the container stopped during this command (out of memory?); the next call "
+        "gets a new one, with the same workspace]\n";
+  }
   ExecResult r;
   r.stdout_data = std::move(run.out);
   r.stderr_data = std::move(run.err);

@@ -75,6 +75,8 @@ class DockerBackend : public Backend {
     bool out_truncated = false, err_truncated = false;
     int exit_code = -1;
     bool timed_out = false, cancelled = false;
+    bool container_lost = false;  // the container stopped during it
+    bool no_status = false;       // the wrapper reported no status (and no kill ended it)
   };
 
  private:
@@ -83,6 +85,8 @@ class DockerBackend : public Backend {
   // The container, created and started if need be.
   Result<std::string> ensureContainer() const;
   Result<std::string> createContainer(const std::string& runtime) const;
+  // Removes a container that stopped under us, so the next call makes a new one.
+  void forgetContainer(const std::string& container) const;
   // Runs `argv` (wrapped so that its process group can be killed) in the container.
   Result<ExecOutcome> exec(const std::vector<std::string>& argv, const std::string& cwd,
                            const std::vector<std::pair<std::string, std::string>>& env,
