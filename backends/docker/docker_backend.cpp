@@ -564,6 +564,9 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
     const bool never_ran = run.out.find("OCI runtime exec failed") != std::string::npos ||
                            run.err.find("OCI runtime exec failed") != std::string::npos;
     if (!run.no_status || !never_ran || attempt > 0) break;
+    // The engine's runtime refused the exec: whatever the engine's state says, that container
+    // is done for (a gVisor sandbox that died stays "running" for a while).
+    forgetContainer(containerId());
     spdlog::warn("docker: the engine could not start the command ({}); once more",
                  run.container_lost ? "the container stopped" : "the container was not ready");
   }
