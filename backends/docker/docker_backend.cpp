@@ -462,6 +462,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
     });
   }
   ExecOutcome out;
+  bool malformed = false;
   std::string err_tail;
   docker::StreamDemuxer demux;
   std::string line_buf;
@@ -505,11 +506,18 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
         last_line = Clock::now();
       }
     });
-    if (!ok) return internalError("the Docker engine's output stream is malformed");
+    if (!ok) {
+      malformed = true;
+      break;
+    }
   }
   if (feeder.joinable()) {
     conn->closeWrite();
     feeder.join();
+  }
+  if (malformed) {
+    killGroup(container, pid_file, SIGKILL);
+    return internalError("the Docker engine's output stream is malformed");
   }
   conn.reset();
   auto inspect = client_.request("GET", "/exec/" + exec_id + "/json");

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -57,7 +58,11 @@ std::string engineMessage(const Reply& reply) {
 
 class CurlHijacked : public Hijacked {
  public:
-  CurlHijacked(Handle curl, int fd) : curl_(std::move(curl)), fd_(fd) {}
+  CurlHijacked(Handle curl, int fd) : curl_(std::move(curl)), fd_(fd) {
+    // libcurl made the socket non-blocking; its users write whole frames and wait with poll.
+    const int flags = fcntl(fd_, F_GETFL);
+    if (flags >= 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+  }
   int fd() const override { return fd_; }
   void closeWrite() override { shutdown(fd_, SHUT_WR); }
 
