@@ -66,9 +66,8 @@ byd::Result<OpenedBackend> openDocker(const byd::Config& c, bool warm) {
                                 std::string(strerror(errno)));
     }
     out.temp_dir->path = dir;
-    unsigned uid = 1000, gid = 1000;
-    sscanf(c.docker.user.c_str(), "%u:%u", &uid, &gid);
-    if (chown(dir.c_str(), uid, gid) != 0 && geteuid() == 0) {
+    BYD_ASSIGN_OR_RETURN(byd::ContainerUser user, byd::parseContainerUser(c.docker.user));
+    if (chown(dir.c_str(), user.uid, user.gid) != 0 && geteuid() == 0) {
       return byd::internalError("cannot give the workspace to the container's user: " +
                                 std::string(strerror(errno)));
     }

@@ -183,18 +183,26 @@ struct HttpServer::Impl {
         return resourceExhausted("too many sessions");
       }
     }
+    BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(/*stateless=*/false));
+    session->id = randomId();
+    session->touch();
+    std::lock_guard lock(mu);
+    sessions[session->id] = session;
+    return session;
+  }
+
+  // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
+  // stateless revision only.
+  Result<std::shared_ptr<Session>> makeSession(bool stateless_only) {
     BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
     auto session = std::make_shared<Session>();
-    session->id = randomId();
     session->backend = std::move(backend);
     ServerOptions options = server_options;
+    options.stateless_only = stateless_only;
     if (!session->backend.instructions.empty())
       options.instructions = session->backend.instructions;
     session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
                                                limits, options, guard);
-    session->touch();
-    std::lock_guard lock(mu);
-    sessions[session->id] = session;
     return session;
   }
 
@@ -468,15 +476,7 @@ struct HttpServer::Impl {
       std::lock_guard state_lock(mu);
       if (stateless) return stateless;
     }
-    BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
-    auto session = std::make_shared<Session>();
-    session->backend = std::move(backend);
-    ServerOptions options = server_options;
-    options.stateless_only = true;
-    if (!session->backend.instructions.empty())
-      options.instructions = session->backend.instructions;
-    session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
-                                               limits, options, guard);
+    BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(/*stateless=*/true));
     std::lock_guard state_lock(mu);
     stateless = session;
     return session;

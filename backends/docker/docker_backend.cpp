@@ -139,23 +139,27 @@ class ContainerKernel : public KernelProcess {
 
 }  // namespace
 
+Result<ContainerUser> parseContainerUser(const std::string& text) {
+  unsigned uid = 0, gid = 0;
+  char extra = 0;
+  if (sscanf(text.c_str(), "%u:%u%c", &uid, &gid, &extra) != 2 || uid == 0) {
+    return invalidArgument("the container user must be UID:GID and not root, got '" + text + "'");
+  }
+  return ContainerUser{uid, gid};
+}
+
 Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& workspace,
                                                            DockerOptions options) {
   BYD_ASSIGN_OR_RETURN(docker::Endpoint endpoint, docker::parseHost(options.host));
   if (options.runtime != "auto" && options.runtime != "runc" && options.runtime != "runsc") {
     return invalidArgument("--runtime must be auto, runc or runsc, got '" + options.runtime + "'");
   }
-  unsigned uid = 0, gid = 0;
-  char extra = 0;
-  if (sscanf(options.user.c_str(), "%u:%u%c", &uid, &gid, &extra) != 2 || uid == 0) {
-    return invalidArgument("the container user must be UID:GID and not root, got '" + options.user +
-                           "'");
-  }
+  BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(options.user));
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<LocalBackend> files, LocalBackend::open(workspace, {}));
   std::unique_ptr<DockerBackend> backend(new DockerBackend(
       std::move(files), std::move(options), docker::Client(std::move(endpoint)), workspace));
-  backend->uid_ = uid;
-  backend->gid_ = gid;
+  backend->uid_ = user.uid;
+  backend->gid_ = user.gid;
   return backend;
 }
 

@@ -32,6 +32,13 @@ struct DockerOptions {
   PythonOptions python_options;
 };
 
+// "UID:GID" of the container's user; never root.
+struct ContainerUser {
+  uid_t uid;
+  gid_t gid;
+};
+Result<ContainerUser> parseContainerUser(const std::string& text);
+
 class DockerBackend : public Backend {
  public:
   // `workspace` is the host directory mounted at /workspace. Nothing is asked of the engine
