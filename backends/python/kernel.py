@@ -56,6 +56,63 @@ class _ForkedChildren:
                 self.pids.discard(pid)
 
 
+def _on_sigtstp(signum, frame):
+    """The kernel ignores the group's halt; its forks (which inherit this handler) obey it."""
+    if os.getpid() != KERNEL_PID:
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def _end_processes_since(began_ns, budget_s=0.5):
+    """Ends what an interrupted cell left running: every process of the kernel's process group
+    (its forks and their subprocesses) that began in the clock tick the cell began in or later
+    (`began_ns` is CLOCK_BOOTTIME, the clock of /proc's start times).
+
+    Processes of earlier cells (a server a notebook started on purpose) stay, unless one began
+    within the same tick (10 ms) just before the cell; the interrupt halted the whole group
+    (SIGTSTP), and they are resumed. What ignored the halt is stopped here, since a fork bomb at
+    the process limit refills every slot a kill frees; once none of them runs, all are killed.
+    Forks reparented to the namespace's init keep the group, so they are found too.
+    """
+    try:
+        hz, pgid = os.sysconf("SC_CLK_TCK"), os.getpgid(0)
+    except (OSError, ValueError):
+        return
+    first_tick = began_ns * hz // 1_000_000_000
+
+    def members():
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == KERNEL_PID:
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(b")") + 2:].split()
+                state, group, start = fields[0], int(fields[2]), int(fields[19])
+            except (OSError, ValueError, IndexError):  # gone meanwhile
+                continue
+            if group == pgid and state not in (b"Z", b"X") and start >= first_tick:
+                found.append((int(name), state))
+        return found
+
+    deadline = time.monotonic() + budget_s
+    while True:
+        found = members()
+        running = [pid for pid, state in found if state not in (b"T", b"t")]
+        final = not running or time.monotonic() >= deadline
+        for pid in [pid for pid, _ in found] if final else running:
+            try:
+                os.kill(pid, signal.SIGKILL if final else signal.SIGSTOP)
+            except OSError:
+                pass
+        if final:
+            break
+    try:  # the older processes that the interrupt halted go on
+        os.killpg(0, signal.SIGCONT)
+    except OSError:
+        pass
+
+
 def _take_protocol_fds():
     """Move the protocol onto private fds, so that nothing the user runs can touch it.
 
@@ -202,10 +259,17 @@ class Kernel:
         self.forked = _ForkedChildren()
         self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
         signal.signal(signal.SIGINT, self.sigint_handler)
+        signal.signal(signal.SIGTSTP, _on_sigtstp)
 
     def _on_sigint(self, signum, frame):
         if self.busy:
             self.timed_out = True
+            # Halt the group before anything else: under a fork bomb this process gets a
+            # sliver of the CPU until its copies stop (the kernel itself does not).
+            try:
+                os.killpg(0, signal.SIGTSTP)
+            except OSError:
+                pass
             raise KeyboardInterrupt
 
     def run_cell(self, req_id, code, max_output):
@@ -217,7 +281,7 @@ class Kernel:
         saved = sys.stdout, sys.stderr
         result = error = None
         images, clipped = [], False
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         try:
             self.busy, self.timed_out = True, False
             sys.stdout, sys.stderr = out, err
@@ -241,6 +305,8 @@ class Kernel:
         duration = (time.perf_counter() - start) * 1000
         if os.getpid() != KERNEL_PID:  # the cell forked and this is the child: never reply
             os._exit(0)
+        if self.timed_out:  # the server interrupted the cell: what it started ends with it
+            _end_processes_since(began)
         self.forked.reap()
         if _signal.getsignal(signal.SIGINT) is not self.sigint_handler:  # the cell replaced it
             signal.signal(signal.SIGINT, self.sigint_handler)
@@ -335,6 +401,10 @@ def _setup_environment():
 
 
 def main():
+    try:  # a group of its own: what a cell starts is told apart from its launcher's processes
+        os.setpgid(0, 0)
+    except OSError:  # already a session leader, so already a group leader
+        pass
     proto_in, proto_out = _take_protocol_fds()
     _setup_environment()
     Kernel(proto_in, proto_out).serve()

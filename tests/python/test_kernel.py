@@ -30,6 +30,10 @@ class KernelTest(unittest.TestCase):
         self.ready = self.recv()
 
     def tearDown(self):
+        try:  # the kernel leads a group of its own: whatever a failed test left goes with it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
@@ -241,6 +245,55 @@ class KernelTest(unittest.TestCase):
         time.sleep(0.5)
         self.proc.send_signal(signal.SIGINT)
         self.assertEqual(self.recv()["error"]["type"], "KeyboardInterrupt")
+
+    def test_interrupt_ends_what_the_cell_started(self):
+        self.ok("import os, subprocess, time\nolder = subprocess.Popen(['sleep', '60'])")
+        time.sleep(0.05)  # a clock tick (the resolution of /proc's start times) and more
+        with tempfile.TemporaryDirectory() as tmp:
+            started = os.path.join(tmp, "started")
+            # Forks that spin, a fork of a fork, and a subprocess: all begun by this cell.
+            self.send({"type": "exec", "id": 1, "code":
+                       "kids = [subprocess.Popen(['sleep', '60']).pid]\n"
+                       "for _ in range(4):\n"
+                       "    pid = os.fork()\n"
+                       "    if pid == 0:\n"
+                       "        os.fork()\n"
+                       "        while True:\n"
+                       "            pass\n"
+                       "    kids.append(pid)\n"
+                       f"open({started!r}, 'w').close()\n"
+                       "time.sleep(60)\n"})
+            deadline = time.monotonic() + TIMEOUT
+            # The older sleep, this cell's sleep, 4 forks and a fork of each.
+            while not os.path.exists(started) or len(self.group_members()) < 1 + 1 + 8:
+                self.assertLess(time.monotonic(), deadline, f"the cell never started them all: "
+                                f"{self.group_members()}")
+                time.sleep(0.01)
+            self.proc.send_signal(signal.SIGINT)
+            reply = self.recv()
+        self.assertEqual(reply["error"]["type"], "KeyboardInterrupt")
+        # The earlier cell's process is left alone; everything this cell began is gone.
+        self.assertEqual(self.ok("older.poll()")["result"], None)
+        older = int(self.ok("older.pid")["result"])
+        self.assertEqual(self.group_members(), [older])
+        with open(f"/proc/{older}/stat") as f:  # halted by the interrupt, then resumed
+            self.assertNotIn(f.read().rsplit(")", 1)[1].split()[0], ("T", "t"))
+        self.ok("older.kill(); older.wait()")
+
+    def group_members(self):
+        """Live processes (not zombies) of the kernel's process group, the kernel excluded."""
+        members = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == self.proc.pid:
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[2]) == self.proc.pid and fields[0] != "Z":
+                members.append(int(name))
+        return sorted(members)
 
     def test_sigint_while_idle_is_ignored(self):
         self.ok("v = 1")
