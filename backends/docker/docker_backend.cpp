@@ -17,11 +17,14 @@
 namespace byd {
 
 extern const char kPythonKernelSource[];
+extern const char kDockerRunnerSource[];
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using docker::CommandSpec;
+using docker::ContainerRunner;
 
 constexpr const char* kKernelDir = "/opt/backyard";
 // What a command's wrapper writes to stderr before its exit status: a newline, a record
@@ -68,13 +71,6 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-// Appends `data` to `out` up to `cap` bytes; sets `truncated` beyond.
-void capped(std::string& out, std::string_view data, size_t cap, bool& truncated) {
-  const size_t room = out.size() < cap ? cap - out.size() : 0;
-  out.append(data.substr(0, room));
-  if (data.size() > room) truncated = true;
 }
 
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
@@ -177,6 +173,7 @@ DockerBackend::~DockerBackend() {
     std::lock_guard lock(mu_);
     python = std::move(python_);
     container = container_;
+    runners_.clear();
   }
   python.reset();  // kernels first: they speak through the container
   if (container.empty() || !options_.container_name.empty()) return;
@@ -294,16 +291,19 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", path, spec));
   const std::string id = created.value("Id", "");
   if (id.empty()) return internalError("the Docker engine created a container without an id");
-  // The kernel's source, read-only for the container's user.
+  // The kernel's and the runner's source, read-only for the container's user.
   BYD_ASSIGN_OR_RETURN(std::string tar,
-                       docker::makeTar({{"kernel.py", kPythonKernelSource, 0644}}));
+                       docker::makeTar({{"kernel.py", kPythonKernelSource, 0644},
+                                        {"runner.py", kDockerRunnerSource, 0644}}));
   BYD_ASSIGN_OR_RETURN(docker::Reply put,
                        client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
                                     "application/x-tar"));
   if (put.status != 200) {
     client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
-    return failedPrecondition("could not copy the Python kernel into the container (HTTP " +
-                              std::to_string(put.status) + ")");
+    return failedPrecondition(
+        "could not copy the Python kernel and the command runner into the "
+        "container (HTTP " +
+        std::to_string(put.status) + ")");
   }
   if (auto started = client_.request("POST", "/containers/" + id + "/start"); !started.ok()) {
     client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
@@ -318,6 +318,7 @@ void DockerBackend::forgetContainer(const std::string& container) const {
   if (container != container_ || !options_.container_name.empty()) return;
   client_.request("DELETE", "/containers/" + container + "?force=true&v=true").ok();
   container_.clear();
+  runners_.clear();
   dropped = std::move(python_);
 }
 
@@ -337,6 +338,7 @@ Result<std::string> DockerBackend::ensureContainer() const {
     if (state.ok())
       client_.request("DELETE", "/containers/" + container_ + "?force=true&v=true").ok();
     container_.clear();
+    runners_.clear();
     dropped = std::move(python_);
   }
   if (!options_.container_name.empty()) {
@@ -414,14 +416,13 @@ void DockerBackend::killGroup(const std::string& container, const std::string& p
   client_.request("POST", "/containers/" + container + "/restart?t=0").ok();
   std::shared_ptr<PythonSessions> dropped;  // their kernels died with the restart
   std::lock_guard lock(mu_);
-  if (container == container_) dropped = std::move(python_);
+  if (container == container_) {
+    dropped = std::move(python_);
+    runners_.clear();
+  }
 }
 
-Result<DockerBackend::ExecOutcome> DockerBackend::exec(
-    const std::vector<std::string>& argv, const std::string& cwd,
-    const std::vector<std::pair<std::string, std::string>>& env, const std::string& stdin_data,
-    std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel,
-    const std::function<void(std::string_view)>& on_line) const {
+Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec) const {
   BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
   uint64_t run;
   {
@@ -437,20 +438,17 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
       // running in its group goes with the group (as Local ends a command's namespace).
       "echo $$ > " + pid_file + "; \"$0\" \"$@\"; s=$?; printf '" + kExitMarker +
           "%d\\n' \"$s\" >&2; kill -9 0"};
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
-  json env_list = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
-                   "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
-  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
-  BYD_ASSIGN_OR_RETURN(
-      json made, client_.request("POST", "/containers/" + container + "/exec",
-                                 {{"Cmd", cmd},
-                                  {"Env", env_list},
-                                  {"User", options_.user},
-                                  {"WorkingDir", cwd.empty() ? "/workspace" : "/workspace/" + cwd},
-                                  {"AttachStdin", !stdin_data.empty()},
-                                  {"AttachStdout", true},
-                                  {"AttachStderr", true},
-                                  {"Tty", false}}));
+  cmd.insert(cmd.end(), spec.argv.begin(), spec.argv.end());
+  const std::string& stdin_data = spec.stdin_data;
+  BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
+                                                  {{"Cmd", cmd},
+                                                   {"Env", spec.env},
+                                                   {"User", options_.user},
+                                                   {"WorkingDir", spec.cwd},
+                                                   {"AttachStdin", !stdin_data.empty()},
+                                                   {"AttachStdout", true},
+                                                   {"AttachStderr", true},
+                                                   {"Tty", false}}));
   const std::string exec_id = made.value("Id", "");
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(exec_id));
   std::thread feeder;
@@ -469,17 +467,16 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
   bool malformed = false;
   std::string err_tail;
   docker::StreamDemuxer demux;
-  std::string line_buf;
-  auto last_line = Clock::now();
-  const auto start = Clock::now();
-  auto deadline = start + timeout;
+  docker::LineTracker lines;
+  auto deadline = Clock::now() + spec.timeout;
   bool killed = false;
   char buf[1 << 16];
   while (true) {
     const auto now = Clock::now();
-    if (!killed && (now >= deadline || cancel.cancelled())) {
-      out.timed_out = now >= deadline && !cancel.cancelled();
-      out.cancelled = cancel.cancelled();
+    const bool cancel = spec.cancel != nullptr && spec.cancel->cancelled();
+    if (!killed && (now >= deadline || cancel)) {
+      out.timed_out = !cancel;
+      out.cancelled = cancel;
       killGroup(container, pid_file, SIGKILL);
       killed = true;
       deadline = now + std::chrono::seconds(5);  // for the stream to end
@@ -492,23 +489,13 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
     if (n <= 0) break;
     const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
       if (stream == 2) {
-        capped(out.err, d, max_output, out.err_truncated);
+        docker::appendCapped(out.err, d, spec.max_output, out.err_truncated);
         err_tail.append(d);  // the marker must be found even past the cap
         if (err_tail.size() > 512) err_tail.erase(0, err_tail.size() - 512);
         return;
       }
-      capped(out.out, d, max_output, out.out_truncated);
-      if (!on_line) return;
-      line_buf.append(d);
-      if (line_buf.size() > 4096) line_buf.erase(0, line_buf.size() - 4096);
-      const size_t nl = line_buf.rfind('\n');
-      if (nl != std::string::npos && Clock::now() - last_line >= std::chrono::seconds(1)) {
-        const size_t begin = line_buf.rfind('\n', nl == 0 ? 0 : nl - 1);
-        on_line(
-            std::string_view(line_buf).substr(begin == std::string::npos ? 0 : begin + 1,
-                                              nl - (begin == std::string::npos ? 0 : begin + 1)));
-        last_line = Clock::now();
-      }
+      docker::appendCapped(out.out, d, spec.max_output, out.out_truncated);
+      lines.feed(d, spec.on_line);
     });
     if (!ok) {
       malformed = true;
@@ -536,16 +523,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
     out.exit_code = atoi(err_tail.c_str() + status_at + marker.size());
   }
   out.no_status = status_at == std::string::npos && !killed;
-  if (out.no_status) {
-    // No status from the wrapper: did the container stop underneath (under gVisor, a memory
-    // limit ends the whole sandbox)? Then the engine's refusal is all the stream held, and the
-    // command never ran.
-    auto state = client_.request("GET", "/containers/" + container + "/json");
-    if (!state.ok() || !(*state)["State"].value("Running", false)) {
-      forgetContainer(container);
-      out.container_lost = true;
-    }
-  }
+  if (out.no_status) checkContainer(container, &out);
   if (const size_t m = out.err.rfind(marker); m != std::string::npos) out.err.erase(m);
   if (killed) {
     // What the kill ended reports as a shell would, and setsid's note is dropped.
@@ -558,6 +536,67 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(
   return out;
 }
 
+void DockerBackend::checkContainer(const std::string& container, ExecOutcome* out) const {
+  // No status for the command: did the container stop underneath (under gVisor, a memory limit
+  // ends the whole sandbox)?
+  auto state = client_.request("GET", "/containers/" + container + "/json");
+  if (!state.ok() || !(*state)["State"].value("Running", false)) {
+    forgetContainer(container);
+    out->container_lost = true;
+  }
+}
+
+Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
+  {
+    std::lock_guard lock(mu_);
+    if (no_runner_) return std::unique_ptr<ContainerRunner>();
+    while (!runners_.empty()) {
+      std::unique_ptr<ContainerRunner> runner = std::move(runners_.back());
+      runners_.pop_back();
+      if (runner->container() == container_ && runner->usable()) return runner;
+    }
+  }
+  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
+  auto runner = ContainerRunner::start(client_, container, options_.python,
+                                       std::string(kKernelDir) + "/runner.py", options_.user);
+  if (runner.ok()) return runner;
+  // The container runs, yet no runner came up: the image has no Python for it.
+  auto state = client_.request("GET", "/containers/" + container + "/json");
+  if (state.ok() && (*state)["State"].value("Running", false)) {
+    spdlog::warn("docker: {}; each command gets an exec of its own", runner.status().message());
+    std::lock_guard lock(mu_);
+    no_runner_ = true;
+    return std::unique_ptr<ContainerRunner>();
+  }
+  return runner.status();
+}
+
+void DockerBackend::giveBackRunner(std::unique_ptr<ContainerRunner> runner) const {
+  constexpr size_t kIdleRunners = 4;
+  std::lock_guard lock(mu_);
+  if (runner->usable() && runner->container() == container_ && runners_.size() < kIdleRunners) {
+    runners_.push_back(std::move(runner));
+  }
+}
+
+Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& spec) const {
+  for (int attempt = 0;; ++attempt) {
+    BYD_ASSIGN_OR_RETURN(std::unique_ptr<ContainerRunner> runner, takeRunner());
+    if (!runner) return exec(spec);
+    bool started = false;
+    auto outcome = runner->run(spec, &started);
+    if (!outcome.ok()) {
+      // A runner that was gone before the command started (its container restarted or
+      // stopped): once more, with a new one.
+      if (!started && !runner->usable() && attempt == 0) continue;
+      return outcome.status();
+    }
+    if (outcome->no_status) checkContainer(runner->container(), &*outcome);
+    giveBackRunner(std::move(runner));
+    return outcome;
+  }
+}
+
 Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
                                           const CancelToken& cancel) const {
   const auto start = Clock::now();
@@ -567,11 +606,20 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
       return invalidArgument("cwd '" + request.cwd + "' is not a directory");
     }
   }
+  CommandSpec spec;
+  spec.argv = {"/bin/sh", "-c", request.command};
+  spec.env = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
+              "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
+  spec.cwd = request.cwd.empty() ? "/workspace" : "/workspace/" + request.cwd;
+  spec.stdin_data = request.stdin_data;
+  spec.timeout = request.timeout;
+  spec.max_output = request.max_output;
+  spec.cancel = &cancel;
+  spec.on_line = request.on_progress;
   ExecOutcome run;
   for (int attempt = 0;; ++attempt) {
-    BYD_ASSIGN_OR_RETURN(
-        run, exec({"/bin/sh", "-c", request.command}, request.cwd, request.env, request.stdin_data,
-                  request.timeout, request.max_output, cancel, request.on_progress));
+    BYD_ASSIGN_OR_RETURN(run, runCommand(spec));
     // The container was gone before the command could start: once more, in a new one.
     const bool never_ran = run.out.find("OCI runtime exec failed") != std::string::npos ||
                            run.err.find("OCI runtime exec failed") != std::string::npos;

@@ -10,8 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
+#include "backends/docker/container_runner.h"
 #include "backends/docker/docker_client.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/python_sessions.h"
@@ -75,16 +77,7 @@ class DockerBackend : public Backend {
   std::string containerId() const;
   const docker::Client& client() const { return client_; }
 
-  // One command in the container: its output (each stream cut at `max_output`), exit code,
-  // and whether the timeout or `cancel` ended it (then its whole process group is killed).
-  struct ExecOutcome {
-    std::string out, err;
-    bool out_truncated = false, err_truncated = false;
-    int exit_code = -1;
-    bool timed_out = false, cancelled = false;
-    bool container_lost = false;  // the container stopped during it
-    bool no_status = false;       // the wrapper reported no status (and no kill ended it)
-  };
+  using ExecOutcome = docker::CommandOutcome;
 
  private:
   DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions options, docker::Client client,
@@ -94,12 +87,17 @@ class DockerBackend : public Backend {
   Result<std::string> createContainer(const std::string& runtime) const;
   // Removes a container that stopped under us, so the next call makes a new one.
   void forgetContainer(const std::string& container) const;
-  // Runs `argv` (wrapped so that its process group can be killed) in the container.
-  Result<ExecOutcome> exec(const std::vector<std::string>& argv, const std::string& cwd,
-                           const std::vector<std::pair<std::string, std::string>>& env,
-                           const std::string& stdin_data, std::chrono::milliseconds timeout,
-                           size_t max_output, const CancelToken& cancel,
-                           const std::function<void(std::string_view)>& on_line) const;
+  // Runs a command through a runner kept in the container (runCommand), or, where the image
+  // has no Python for one, through an exec of its own (exec, wrapped so that its process group
+  // can be killed).
+  Result<ExecOutcome> runCommand(const docker::CommandSpec& spec) const;
+  Result<ExecOutcome> exec(const docker::CommandSpec& spec) const;
+  // An idle runner of the current container, or a new one; null when the image cannot have one.
+  Result<std::unique_ptr<docker::ContainerRunner>> takeRunner() const;
+  void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner) const;
+  // After a command whose status never came: notes whether its container stopped underneath
+  // (and forgets it, so the next call makes a new one).
+  void checkContainer(const std::string& container, ExecOutcome* out) const;
   // Starts one Python kernel in the container.
   Result<std::unique_ptr<PythonKernel>> startKernel() const;
   // Kills the process group whose leader wrote its pid to `pid_file` in the container; restarts
@@ -120,6 +118,8 @@ class DockerBackend : public Backend {
   mutable std::string runtime_;    // what it runs under
   mutable uint64_t next_run_ = 1;
   mutable std::shared_ptr<PythonSessions> python_;
+  mutable std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;  // idle ones
+  mutable bool no_runner_ = false;  // the image could not start one: exec per command
 };
 
 }  // namespace byd

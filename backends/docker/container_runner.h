@@ -1,0 +1,91 @@
+#pragma once
+// The server's end of a command runner kept alive in a container (backends/docker/runner.py,
+// copied in beside the Python kernel): a command of execute starts with a fork inside the
+// container instead of an engine exec, and a timeout or cancel kills its process group from
+// there, which needs no new process even when the pids limit is exhausted. A runner runs one
+// command at a time; the Docker backend keeps the idle ones. Not thread-safe: one user at a time.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/docker/docker_client.h"
+#include "common/cancel.h"
+#include "common/result.h"
+
+namespace byd::docker {
+
+// One command and what to do with its output.
+struct CommandSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "NAME=value": the whole environment
+  std::string cwd;               // absolute, in the container
+  std::string stdin_data;
+  std::chrono::milliseconds timeout{120000};
+  size_t max_output = 100 * 1024;  // per stream
+  const CancelToken* cancel = nullptr;
+  std::function<void(std::string_view)> on_line;  // the latest stdout line, about once a second
+};
+
+// What a command did: its output (each stream cut at max_output), exit code, and whether the
+// timeout or a cancel ended it (then its whole process group was killed).
+struct CommandOutcome {
+  std::string out, err;
+  bool out_truncated = false, err_truncated = false;
+  int exit_code = -1;
+  bool timed_out = false, cancelled = false;
+  bool container_lost = false;  // the container stopped during it
+  bool no_status = false;       // the command's status never came
+};
+
+// Appends `data` to `out` up to `cap` bytes; sets `truncated` beyond.
+void appendCapped(std::string& out, std::string_view data, size_t cap, bool& truncated);
+
+// Calls on_line with the latest complete line of `data` (appended to `buf`) when a second has
+// passed since the last call.
+class LineTracker {
+ public:
+  void feed(std::string_view data, const std::function<void(std::string_view)>& on_line);
+
+ private:
+  std::string buf_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+class ContainerRunner {
+ public:
+  // Starts a runner in `container` through one exec of `python` on `script`, as `user`; an error
+  // when it does not come up (an image without Python): then use one exec per command.
+  static Result<std::unique_ptr<ContainerRunner>> start(const Client& client,
+                                                        const std::string& container,
+                                                        const std::string& python,
+                                                        const std::string& script,
+                                                        const std::string& user);
+  ~ContainerRunner();
+
+  const std::string& container() const { return container_; }
+  // False once the runner is gone or out of step: drop it.
+  bool usable() const { return usable_; }
+  // Runs one command to its end. `started` says whether the runner started it: after an error
+  // with `started` false, the command never ran and may be run again by another runner.
+  Result<CommandOutcome> run(const CommandSpec& spec, bool* started);
+
+ private:
+  ContainerRunner(std::unique_ptr<Hijacked> conn, std::string container);
+  Status send(const json& message);
+  // Reads what the connection has (waiting up to `wait_ms`) into frames_; false at its end.
+  bool pump(int wait_ms);
+  // The next whole frame from the runner, if one has come: its kind and payload.
+  bool nextFrame(char* kind, std::string* payload);
+
+  std::unique_ptr<Hijacked> conn_;
+  const std::string container_;
+  StreamDemuxer demux_;
+  std::string frames_;  // the runner's stdout: frames not yet taken
+  bool usable_ = true;
+};
+
+}  // namespace byd::docker

@@ -1,0 +1,234 @@
+"""The Docker backend's command runner: one long-lived process in the container that starts the
+commands of `execute`, so that a command costs a fork instead of an engine exec (create, start,
+inspect: tens of milliseconds).
+
+Started as `python3 -I -S -u runner.py` through one exec whose stdin and stdout are the server's.
+It runs one command at a time, to its end. In (stdin): frames of a 4-byte big-endian length and
+that much UTF-8 JSON:
+  {"type": "run", "argv": [...], "env": ["K=V", ...], "cwd": DIR, "stdin": TEXT,
+   "max_output": BYTES}
+  {"type": "kill"}        ends the running command's process group
+Out (stdout): frames of a kind byte, a 4-byte big-endian length and that many bytes:
+  R ready (JSON {"pid"}), S started, O / E stdout / stderr bytes (each cut at max_output, the
+  rest read and dropped), L the latest complete stdout line past the cut (at most once a
+  second), X exit (JSON {"exit_code", "signal", "truncated": [out, err]} or {"error": TEXT}).
+Each command leads a process group of its own; when it ends, whatever it left running in the
+group is killed with it. Kills are system calls from this process, so they work even when the
+container's process limit leaves no room for another process.
+"""
+
+import json
+import os
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+_LEN = struct.Struct(">I")
+_FRAME = struct.Struct(">cI")
+
+
+class _Out:
+    """The frame stream to the server (blocking writes, whole frames)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, kind, payload=b""):
+        view = memoryview(_FRAME.pack(kind, len(payload)) + payload)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def send_json(self, kind, doc):
+        self.send(kind, json.dumps(doc).encode())
+
+
+class _In:
+    """Frames from the server, read as they arrive."""
+
+    def __init__(self, fd):
+        self.fd, self.buf, self.eof = fd, b"", False
+
+    def feed(self):
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.eof = True
+        self.buf += chunk
+
+    def frames(self):
+        while len(self.buf) >= 4:
+            (size,) = _LEN.unpack_from(self.buf)
+            if len(self.buf) < 4 + size:
+                return
+            body, self.buf = self.buf[4:4 + size], self.buf[4 + size:]
+            try:
+                doc = json.loads(body)
+            except ValueError:
+                doc = None
+            yield doc if isinstance(doc, dict) else {"type": "bad"}
+
+    def next_blocking(self):
+        while True:
+            for doc in self.frames():
+                return doc
+            if self.eof:
+                return None
+            self.feed()
+
+
+def _kill_group(pgid, leader):
+    """SIGKILLs the group until it is empty: the leader reaped, the rest reaped by init."""
+    deadline = time.monotonic() + 2
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        except OSError:
+            return
+        if leader.poll() is None:
+            try:
+                leader.wait(0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        elif time.monotonic() >= deadline:
+            return
+        else:
+            time.sleep(0.002)
+
+
+class _Stream:
+    """One output pipe of a command: what is forwarded, up to the cap."""
+
+    def __init__(self, kind, room):
+        self.kind, self.room, self.truncated = kind, room, False
+        self.tail, self.last_line_at = b"", time.monotonic()
+
+    def take(self, out, data):
+        if self.room > 0:
+            part = data[:self.room]
+            self.room -= len(part)
+            out.send(self.kind, part)
+            data = data[len(part):]
+        if not data:
+            return
+        self.truncated = True
+        if self.kind != b"O":
+            return
+        self.tail = (self.tail + data)[-4096:]  # the latest line, for progress
+        now = time.monotonic()
+        end = self.tail.rfind(b"\n")
+        if end >= 0 and now - self.last_line_at >= 1:
+            out.send(b"L", self.tail[self.tail.rfind(b"\n", 0, end) + 1:end])
+            self.last_line_at = now
+
+
+def _run(req, proto_in, out, wake_r):
+    env = dict(e.split("=", 1) for e in req.get("env", []) if "=" in e)
+    stdin_data = req.get("stdin", "").encode("utf-8", "surrogateescape")
+    try:
+        proc = subprocess.Popen(req["argv"], cwd=req.get("cwd") or None, env=env,
+                                stdin=subprocess.PIPE if stdin_data else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, close_fds=True)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        out.send_json(b"X", {"error": f"cannot start the command: {exc}"})
+        return
+    out.send(b"S")
+    cap = max(0, int(req.get("max_output", 100 * 1024)))
+    streams = {proc.stdout.fileno(): _Stream(b"O", cap), proc.stderr.fileno(): _Stream(b"E", cap)}
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    sel.register(proto_in.fd, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    pending = memoryview(stdin_data)
+    stdin_fd = -1  # while there is input left to write
+    if proc.stdin is not None:
+        stdin_fd = proc.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
+        sel.register(stdin_fd, selectors.EVENT_WRITE)
+    open_streams, killed, exited_at = len(streams), False, None
+    while open_streams:
+        timeout = None if exited_at is None else max(0, exited_at + 0.1 - time.monotonic())
+        events = sel.select(timeout)
+        if not events and exited_at is not None:
+            break  # the command is gone and what still holds its pipes (a setsid'd daemon) stays
+        for key, _ in events:
+            fd = key.fd
+            if fd in streams:
+                try:
+                    data = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if data:
+                    streams[fd].take(out, data)
+                else:
+                    sel.unregister(fd)
+                    open_streams -= 1
+            elif fd == stdin_fd:
+                try:
+                    pending = pending[os.write(fd, pending):]
+                except BlockingIOError:
+                    continue
+                except OSError:  # the command closed its stdin
+                    pending = pending[:0]
+                if not pending:
+                    sel.unregister(fd)
+                    proc.stdin.close()
+                    stdin_fd = -1
+            elif fd == proto_in.fd:
+                proto_in.feed()
+                for doc in proto_in.frames():
+                    if doc.get("type") == "kill":
+                        killed = True
+                        _kill_group(proc.pid, proc)
+                if proto_in.eof:  # the server is gone: so is the command
+                    sel.unregister(fd)
+                    killed = True
+                    _kill_group(proc.pid, proc)
+            elif fd == wake_r:  # a SIGCHLD: checked below
+                os.read(wake_r, 512)
+        if exited_at is None and proc.poll() is not None:
+            exited_at = time.monotonic()
+            _kill_group(proc.pid, proc)  # what it left running goes with it
+    if proc.stdin is not None and not proc.stdin.closed:
+        proc.stdin.close()
+    sel.close()
+    for pipe in (proc.stdout, proc.stderr):
+        pipe.close()
+    _kill_group(proc.pid, proc)
+    status = proc.wait()
+    out.send_json(b"X", {"exit_code": 128 - status if status < 0 else status,
+                         "signal": -status if status < 0 else 0, "killed": killed,
+                         "truncated": [s.truncated for s in streams.values()]})
+
+
+def main():
+    proto_in = _In(os.dup(0))
+    out = _Out(os.dup(1))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # stray prints go to the server's log, never into the frames
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    out.send_json(b"R", {"pid": os.getpid()})
+    while True:
+        req = proto_in.next_blocking()
+        if req is None:
+            return
+        if req.get("type") == "run":
+            try:
+                _run(req, proto_in, out, wake_r)
+            except Exception as exc:  # a bug here: say so, and let the server start another
+                out.send_json(b"X", {"error": f"the command runner failed: {exc!r}"})
+                raise
+        # a kill that came after its command ended has nothing left to do
+
+
+if __name__ == "__main__":
+    sys.exit(main())

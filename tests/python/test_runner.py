@@ -1,0 +1,191 @@
+"""Tests of backends/docker/runner.py (the Docker backend's command runner) over its frames, as
+the server drives it, here on the host instead of in a container.
+
+Run from the repository root: /usr/bin/python3 -m unittest tests/python/test_runner.py -v
+"""
+
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNNER = os.path.join(ROOT, "backends", "docker", "runner.py")
+PYTHON = "/usr/bin/python3"
+TIMEOUT = 30  # seconds to wait for any one frame
+ENV = ["PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"]
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def alive(pid):
+    """Whether `pid` exists and has not exited (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class RunnerTest(unittest.TestCase):
+    def setUp(self):
+        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", RUNNER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                                     start_new_session=True)
+        self.pending = b""
+        kind, payload = self.frame()
+        self.assertEqual(kind, b"R")
+        self.assertEqual(json.loads(payload)["pid"], self.proc.pid)
+
+    def tearDown(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
+
+    def send(self, msg):
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(struct.pack(">I", len(body)) + body)
+
+    def _read(self, n):
+        deadline = time.monotonic() + TIMEOUT
+        while len(self.pending) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                self.fail(f"no frame from the runner within {TIMEOUT} s")
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                self.fail("runner closed stdout; stderr: " + self.proc.stderr.read().decode())
+            self.pending += chunk
+        data, self.pending = self.pending[:n], self.pending[n:]
+        return data
+
+    def frame(self):
+        kind, size = struct.unpack(">cI", self._read(5))
+        return kind, self._read(size)
+
+    def run_command(self, command, on_started=None, **extra):
+        """Sends a run request; returns (stdout, stderr, exit frame, latest-line frames)."""
+        self.send({"type": "run", "argv": ["/bin/sh", "-c", command], "env": ENV,
+                   "cwd": extra.pop("cwd", "/"), **extra})
+        out, err, lines = b"", b"", []
+        while True:
+            kind, payload = self.frame()
+            if kind == b"S" and on_started:
+                on_started()
+            elif kind == b"O":
+                out += payload
+            elif kind == b"E":
+                err += payload
+            elif kind == b"L":
+                lines.append(payload)
+            elif kind == b"X":
+                return out, err, json.loads(payload), lines
+
+    def test_output_and_exit_code(self):
+        out, err, end, _ = self.run_command("echo hi; echo oops >&2; exit 3")
+        self.assertEqual((out, err), (b"hi\n", b"oops\n"))
+        self.assertEqual(end["exit_code"], 3)
+        self.assertEqual(end["truncated"], [False, False])
+
+    def test_commands_run_one_after_another(self):
+        for i in range(5):
+            self.assertEqual(self.run_command(f"echo {i}")[0], f"{i}\n".encode())
+
+    def test_env_cwd_and_stdin(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, _, end, _ = self.run_command("pwd; echo $GREETING; cat", cwd=tmp,
+                                              env=ENV + ["GREETING=hello"], stdin="line 1\nline 2")
+        self.assertEqual(out.decode(), f"{tmp}\nhello\nline 1\nline 2")
+        self.assertEqual(end["exit_code"], 0)
+
+    def test_large_stdin_to_a_command_that_stops_reading(self):
+        out, _, end, _ = self.run_command("head -c 5", stdin="x" * (4 << 20))
+        self.assertEqual(out, b"xxxxx")
+        self.assertEqual(end["exit_code"], 0)
+
+    def test_a_missing_directory_is_an_error_and_the_runner_goes_on(self):
+        _, _, end, _ = self.run_command("true", cwd="/no/such/dir")
+        self.assertIn("cannot start the command", end["error"])
+        self.assertEqual(self.run_command("echo still")[0], b"still\n")
+
+    def test_output_is_cut_at_the_cap_and_read_to_the_end(self):
+        out, _, end, _ = self.run_command("head -c 1000000 /dev/zero; echo done >&2",
+                                          max_output=1000)
+        self.assertEqual(len(out), 1000)
+        self.assertEqual(end["truncated"], [True, False])
+        self.assertEqual(end["exit_code"], 0)
+
+    def test_latest_line_past_the_cap(self):
+        _, _, end, lines = self.run_command(
+            "i=0; while [ $i -lt 30 ]; do echo line $i; i=$((i+1)); sleep 0.1; done",
+            max_output=10)
+        self.assertTrue(end["truncated"][0])
+        self.assertGreaterEqual(len(lines), 1)
+        self.assertRegex(lines[-1].decode(), r"^line \d+$")
+
+    def test_signal_is_reported_as_a_shell_would(self):
+        _, _, end, _ = self.run_command("kill -TERM $$")
+        self.assertEqual((end["exit_code"], end["signal"]), (128 + 15, 15))
+
+    def test_kill_ends_the_whole_group(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pids = os.path.join(tmp, "pids")
+            self.send({"type": "run", "argv": ["/bin/sh", "-c",
+                                               f"sleep 60 & echo $! > {pids}; sleep 60"],
+                       "env": ENV, "cwd": "/"})
+            self.assertEqual(self.frame()[0], b"S")
+            deadline = time.monotonic() + TIMEOUT
+            while not read_text(pids):
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            background = int(read_text(pids))
+            start = time.monotonic()
+            self.send({"type": "kill"})
+            kind, payload = self.frame()
+        self.assertEqual(kind, b"X")
+        end = json.loads(payload)
+        self.assertTrue(end["killed"])
+        self.assertEqual(end["exit_code"], 128 + 9)
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertFalse(alive(background))
+
+    def test_what_a_command_leaves_running_ends_with_it(self):
+        out, _, end, _ = self.run_command("sleep 60 & echo $!")
+        self.assertEqual(end["exit_code"], 0)
+        self.assertFalse(alive(int(out)))
+
+    def test_a_daemon_holding_the_pipes_does_not_hold_the_result(self):
+        start = time.monotonic()
+        # The command waits until the daemon leads a session of its own, then ends.
+        out, _, end, _ = self.run_command(
+            "setsid sleep 60 & d=$!; "
+            "while [ \"$(cut -d' ' -f6 /proc/$d/stat)\" != $d ]; do :; done; echo $d")
+        daemon = int(out)
+        self.addCleanup(lambda: alive(daemon) and os.kill(daemon, signal.SIGKILL))
+        self.assertEqual(end["exit_code"], 0)
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertTrue(alive(daemon))  # it left the command's group: not the runner's to end
+        self.assertEqual(self.run_command("echo next")[0], b"next\n")
+
+    def test_the_runner_ends_with_its_input(self):
+        self.proc.stdin.close()
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
