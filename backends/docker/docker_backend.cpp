@@ -673,7 +673,12 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn,
                        client_.startExec(made.value("Id", "")));
   auto signal = [this, container, pid_file](int sig) { killGroup(container, pid_file, sig); };
-  return PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(conn), signal));
+  auto started = PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(conn), signal));
+  if (!started.ok()) {
+    return failedPrecondition(started.status().message() + "; run_python needs " +
+                              options_.python + " in the image " + options_.image);
+  }
+  return started;
 }
 
 Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,

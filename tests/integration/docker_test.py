@@ -42,9 +42,9 @@ def our_containers():
 class Stdio:
     """backyard-mcp over stdio, with a reader thread so pings can be timed during a call."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, image=None):
         self.proc = subprocess.Popen(
-            [BINARY, "--backend", "docker", "--image", IMAGE, "--runtime", RUNTIME,
+            [BINARY, "--backend", "docker", "--image", image or IMAGE, "--runtime", RUNTIME,
              "--ruleset", "permissive", "--ask-fallback", "allow", "--log-level", "info", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.answers = {}
@@ -334,6 +334,46 @@ class NamedContainer(unittest.TestCase):
                 self.assertEqual(second.close(), 0)
             finally:
                 engine("DELETE", f"/containers/{name}?force=true&v=true")
+
+
+class ImageWithoutPython(unittest.TestCase):
+    """An image with no Python for the command runner: each command gets an exec of its own,
+    with the same results, and run_python says why it cannot run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.image = f"backyard-mcp/nopython:{os.getpid()}"
+        made = engine("POST", "/containers/create", {
+            "Image": IMAGE, "User": "0", "Cmd": ["sh", "-c", "rm -f /usr/bin/python3*"]})
+        try:
+            engine("POST", f"/containers/{made['Id']}/start")
+            engine("POST", f"/containers/{made['Id']}/wait")
+            repo, tag = cls.image.split(":")
+            engine("POST", f"/commit?container={made['Id']}&repo={repo}&tag={tag}")
+        finally:
+            engine("DELETE", f"/containers/{made['Id']}?force=true")
+
+    @classmethod
+    def tearDownClass(cls):
+        engine("DELETE", f"/images/{cls.image}?force=true")
+
+    def test_commands_run_through_exec(self):
+        server = Stdio(image=self.image)
+        try:
+            r = server.tool("execute", {"command": "cat; echo $((6 * 7)); exit 4",
+                                        "stdin": "in\n"})["structuredContent"]
+            self.assertEqual((r["stdout"], r["exit_code"]), ("in\n42\n", 4), r)
+            r = server.sh("sleep 300 & sleep 301; echo never", timeout_s=2)
+            self.assertTrue(r["timed_out"], r)
+            self.assertEqual(server.sh("ps -eo args | grep -c '^slee[p] 30' || true")["stdout"],
+                             "0\n")
+            self.assertTrue(any("each command gets an exec of its own" in line
+                                for line in server.stderr_lines), server.stderr_lines)
+            py = server.tool("run_python", {"code": "1"})
+            self.assertTrue(py["isError"], py)
+            self.assertIn("needs python3 in the image", py["content"][0]["text"])
+        finally:
+            self.assertEqual(server.close(), 0)
 
 
 class EngineDown(unittest.TestCase):
