@@ -675,8 +675,8 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
   auto signal = [this, container, pid_file](int sig) { killGroup(container, pid_file, sig); };
   auto started = PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(conn), signal));
   if (!started.ok()) {
-    return failedPrecondition(started.status().message() + "; run_python needs " +
-                              options_.python + " in the image " + options_.image);
+    return failedPrecondition(started.status().message() + "; run_python needs " + options_.python +
+                              " in the image " + options_.image);
   }
   return started;
 }

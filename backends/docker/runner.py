@@ -12,9 +12,11 @@ Out (stdout): frames of a kind byte, a 4-byte big-endian length and that many by
   R ready (JSON {"pid"}), S started, O / E stdout / stderr bytes (each cut at max_output, the
   rest read and dropped), L the latest complete stdout line past the cut (at most once a
   second), X exit (JSON {"exit_code", "signal", "truncated": [out, err]} or {"error": TEXT}).
-Each command leads a process group of its own; when it ends, whatever it left running in the
-group is killed with it. Kills are system calls from this process, so they work even when the
-container's process limit leaves no room for another process.
+Each command leads a process group of its own, and the runner is a child subreaper, so what a
+command starts stays below the runner even when it leaves the group (setsid) or its parent
+dies. When the command ends, or is killed, its group and then everything else below the runner
+is killed too: nothing a command started outlives it. Kills are system calls from this process,
+so they work even when the container's process limit leaves no room for another process.
 """
 
 import json
@@ -78,6 +80,91 @@ class _In:
             self.feed()
 
 
+def _become_subreaper():
+    """Orphans below this process are reparented to it instead of to init (PR_SET_CHILD_SUBREAPER)."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _children():
+    """This process's children (it has one thread)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/self/task/{me}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:  # no such file in this kernel: look at every process's parent
+        pass
+    kids = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            if int(stat[stat.rindex(b")") + 2:].split()[1]) == me:
+                kids.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _reap():
+    """Waits for every child that has ended (only once the command itself is reaped)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _descendants():
+    """Every process below this one, by a walk over /proc's parent links (children first)."""
+    below = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            below.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], [os.getpid()]
+    while todo:
+        kids = below.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def _kill_command(proc):
+    """Ends a command that is still running: first its whole tree while the parent links still
+    hold it together (a member that left the group is found there), then its group, then what
+    became our orphans."""
+    for pid in _descendants():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _kill_group(proc.pid, proc)
+    _end_tree()
+
+
+def _end_tree():
+    """Kills and reaps every process below this one (once the command is reaped)."""
+    deadline = time.monotonic() + 2
+    while True:
+        _reap()
+        kids = _children()
+        if not kids or time.monotonic() >= deadline:
+            return
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)  # for them to die; their own children come to us next round
+
+
 def _kill_group(pgid, leader):
     """SIGKILLs the group until it is empty: the leader reaped, the rest reaped by init."""
     deadline = time.monotonic() + 2
@@ -93,10 +180,11 @@ def _kill_group(pgid, leader):
                 leader.wait(0.05)
             except subprocess.TimeoutExpired:
                 pass
-        elif time.monotonic() >= deadline:
+            continue
+        _reap()  # members that died as our orphans (we are their subreaper) are ours to reap
+        if time.monotonic() >= deadline:
             return
-        else:
-            time.sleep(0.002)
+        time.sleep(0.002)
 
 
 class _Stream:
@@ -152,11 +240,15 @@ def _run(req, proto_in, out, wake_r):
         os.set_blocking(stdin_fd, False)
         sel.register(stdin_fd, selectors.EVENT_WRITE)
     open_streams, killed, exited_at = len(streams), False, None
+    # A kill may have come in the same read as the request.
+    if any(doc.get("type") == "kill" for doc in proto_in.frames()):
+        killed = True
+        _kill_command(proc)
     while open_streams:
         timeout = None if exited_at is None else max(0, exited_at + 0.1 - time.monotonic())
         events = sel.select(timeout)
         if not events and exited_at is not None:
-            break  # the command is gone and what still holds its pipes (a setsid'd daemon) stays
+            break  # the command is gone; what still holds its pipes is not below us
         for key, _ in events:
             fd = key.fd
             if fd in streams:
@@ -185,16 +277,17 @@ def _run(req, proto_in, out, wake_r):
                 for doc in proto_in.frames():
                     if doc.get("type") == "kill":
                         killed = True
-                        _kill_group(proc.pid, proc)
+                        _kill_command(proc)
                 if proto_in.eof:  # the server is gone: so is the command
                     sel.unregister(fd)
                     killed = True
-                    _kill_group(proc.pid, proc)
+                    _kill_command(proc)
             elif fd == wake_r:  # a SIGCHLD: checked below
                 os.read(wake_r, 512)
         if exited_at is None and proc.poll() is not None:
             exited_at = time.monotonic()
             _kill_group(proc.pid, proc)  # what it left running goes with it
+            _end_tree()
     if proc.stdin is not None and not proc.stdin.closed:
         proc.stdin.close()
     sel.close()
@@ -202,6 +295,7 @@ def _run(req, proto_in, out, wake_r):
         pipe.close()
     _kill_group(proc.pid, proc)
     status = proc.wait()
+    _end_tree()
     out.send_json(b"X", {"exit_code": 128 - status if status < 0 else status,
                          "signal": -status if status < 0 else 0, "killed": killed,
                          "truncated": [s.truncated for s in streams.values()]})
@@ -216,6 +310,7 @@ def main():
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    _become_subreaper()
     out.send_json(b"R", {"pid": os.getpid()})
     while True:
         req = proto_in.next_blocking()

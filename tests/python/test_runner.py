@@ -164,23 +164,56 @@ class RunnerTest(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 5)
         self.assertFalse(alive(background))
 
+    def test_a_kill_in_the_same_write_as_its_request(self):
+        run = json.dumps({"type": "run", "argv": ["sleep", "60"], "env": ENV, "cwd": "/"}).encode()
+        kill = json.dumps({"type": "kill"}).encode()
+        start = time.monotonic()
+        self.proc.stdin.write(struct.pack(">I", len(run)) + run + struct.pack(">I", len(kill)) + kill)
+        while (frame := self.frame())[0] != b"X":
+            pass
+        self.assertTrue(json.loads(frame[1])["killed"])
+        self.assertLess(time.monotonic() - start, 5)
+
     def test_what_a_command_leaves_running_ends_with_it(self):
         out, _, end, _ = self.run_command("sleep 60 & echo $!")
         self.assertEqual(end["exit_code"], 0)
         self.assertFalse(alive(int(out)))
 
-    def test_a_daemon_holding_the_pipes_does_not_hold_the_result(self):
+    def test_a_daemon_ends_with_the_command(self):
+        # The command waits until the daemon leads a session of its own, then ends: the daemon
+        # left its group, but not the runner's tree.
         start = time.monotonic()
-        # The command waits until the daemon leads a session of its own, then ends.
         out, _, end, _ = self.run_command(
             "setsid sleep 60 & d=$!; "
             "while [ \"$(cut -d' ' -f6 /proc/$d/stat)\" != $d ]; do :; done; echo $d")
-        daemon = int(out)
-        self.addCleanup(lambda: alive(daemon) and os.kill(daemon, signal.SIGKILL))
         self.assertEqual(end["exit_code"], 0)
         self.assertLess(time.monotonic() - start, 5)
-        self.assertTrue(alive(daemon))  # it left the command's group: not the runner's to end
+        self.assertFalse(alive(int(out)))
         self.assertEqual(self.run_command("echo next")[0], b"next\n")
+
+    def test_kill_ends_a_daemon_and_an_orphan(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pids = os.path.join(tmp, "pids")
+            # An orphan (its parent exits at once) and a daemon (a session of its own).
+            self.send({"type": "run", "argv": ["/bin/sh", "-c",
+                                               f"(sleep 61 & echo $! >> {pids}) ; "
+                                               f"setsid sleep 62 & echo $! >> {pids}; sleep 60"],
+                       "env": ENV, "cwd": "/"})
+            self.assertEqual(self.frame()[0], b"S")
+            deadline = time.monotonic() + TIMEOUT
+            while len(read_text(pids).split()) < 2:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            left = [int(p) for p in read_text(pids).split()]
+            self.send({"type": "kill"})
+            kind, _ = self.frame()
+        self.assertEqual(kind, b"X")
+        self.assertEqual([p for p in left if alive(p)], [])
+        self.assertEqual(self.children(), [])  # and every one of them reaped
+
+    def children(self):
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            return f.read().split()
 
     def test_the_runner_ends_with_its_input(self):
         self.proc.stdin.close()

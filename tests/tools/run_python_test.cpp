@@ -16,7 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-// run_python on a Local backend with the real sandbox and kernel.
+// run_python on a Local backend with the real sandbox and kernel: what is Local's own. The
+// contract every backend shares is in command_contract_test.cpp.
 class RunPythonTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -55,47 +56,6 @@ class RunPythonTest : public ::testing::Test {
 
 TempDir* RunPythonTest::tmp_ = nullptr;
 LocalBackend* RunPythonTest::backend_ = nullptr;
-
-TEST_F(RunPythonTest, StatePersistsAndTrailingExpressionIsTheResult) {
-  json a = run({{"code", "x = 20\nprint('set')"}, {"session", "state"}});
-  EXPECT_EQ(a["isError"], false) << a.dump();
-  EXPECT_EQ(a["structuredContent"]["stdout"], "set\n");
-  EXPECT_TRUE(a["structuredContent"]["result"].is_null());
-  json b = run({{"code", "x + 22"}, {"session", "state"}});
-  EXPECT_EQ(b["structuredContent"]["result"], "42");
-  EXPECT_NE(b["content"][0]["text"].get<std::string>().find("=> 42"), std::string::npos);
-}
-
-TEST_F(RunPythonTest, ExceptionIsAnErrorWithTraceback) {
-  json r = run({{"code", "def f():\n    return 1 / 0\n\nf()"}, {"session", "err"}});
-  EXPECT_EQ(r["isError"], true);
-  const json& e = r["structuredContent"]["error"];
-  EXPECT_EQ(e["type"], "ZeroDivisionError");
-  EXPECT_EQ(e["message"], "division by zero");
-  EXPECT_NE(e["traceback"].get<std::string>().find("line 2, in f"), std::string::npos) << e.dump();
-  EXPECT_EQ(e["traceback"].get<std::string>().find("kernel.py"), std::string::npos);
-  // The session survives its exceptions.
-  EXPECT_EQ(run({{"code", "f.__name__"}, {"session", "err"}})["structuredContent"]["result"],
-            "'f'");
-}
-
-TEST_F(RunPythonTest, SessionsAreIsolatedAndResetForgets) {
-  run({{"code", "secret = 'one'"}, {"session", "a"}});
-  json b = run({{"code", "'secret' in globals()"}, {"session", "b"}});
-  EXPECT_EQ(b["structuredContent"]["result"], "False");
-  json reset = run({{"code", "'secret' in globals()"}, {"session", "a"}, {"reset", true}});
-  EXPECT_EQ(reset["structuredContent"]["result"], "False");
-  EXPECT_EQ(reset["structuredContent"]["new_session"], true);
-}
-
-TEST_F(RunPythonTest, TimeoutInterruptsAndKeepsTheSession) {
-  run({{"code", "kept = 7"}, {"session", "slow"}});
-  json r = run({{"code", "while True:\n    pass"}, {"session", "slow"}, {"timeout_s", 1}});
-  EXPECT_EQ(r["structuredContent"]["timed_out"], true);
-  EXPECT_EQ(r["structuredContent"]["state_lost"], false);
-  EXPECT_EQ(r["structuredContent"]["error"]["type"], "KeyboardInterrupt");
-  EXPECT_EQ(run({{"code", "kept"}, {"session", "slow"}})["structuredContent"]["result"], "7");
-}
 
 TEST_F(RunPythonTest, UnstoppableCodeLosesTheSession) {
   run({{"code", "lost = 1"}, {"session", "stubborn"}});
@@ -138,11 +98,6 @@ TEST_F(RunPythonTest, SessionLimitIsEnforced) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "there are already 1 Python sessions (the limit); reuse one of them");
-}
-
-TEST_F(RunPythonTest, FilesPersistInTheWorkspace) {
-  run({{"code", "open('from_python.txt', 'w').write('hi')"}, {"session", "files"}});
-  EXPECT_EQ(tmp_->read("from_python.txt"), "hi");
 }
 
 TEST_F(RunPythonTest, EscapesFail) {

@@ -1,0 +1,285 @@
+// The contract of execute and run_python, run against every backend that executes: Local with
+// its sandbox, and Docker under runc and under runsc (gVisor) against a real engine. The Docker
+// cases need BYD_DOCKER_TESTS=1 (the test command sets the engine and the image up, then sets
+// it) and skip otherwise; BYD_DOCKER_IMAGE names the image.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "backends/docker/docker_backend.h"
+#include "backends/local/local_backend.h"
+#include "backends/local/sandbox.h"
+#include "schemas/validator.h"
+#include "tests/test_util.h"
+#include "tools/registry.h"
+
+namespace byd::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+enum class Where { kLocal, kDockerRunc, kDockerRunsc };
+
+std::string whereName(const ::testing::TestParamInfo<Where>& info) {
+  return info.param == Where::kLocal        ? "Local"
+         : info.param == Where::kDockerRunc ? "DockerRunc"
+                                            : "DockerRunsc";
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class CommandContractTest : public ::testing::TestWithParam<Where> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Where::kLocal) {
+      auto local = LocalBackend::open(tmp_.str(), {});
+      ASSERT_TRUE(local.ok()) << local.status().toString();
+      auto sandbox = Sandbox::create((*local)->writableDirs(), SandboxOptions{});
+      ASSERT_TRUE(sandbox.ok()) << sandbox.status().toString();
+      (*local)->setSandbox(std::move(*sandbox), "", PythonOptions{});
+      backend_ = std::move(*local);
+      return;
+    }
+    const char* on = getenv("BYD_DOCKER_TESTS");
+    if (on == nullptr || std::string(on) != "1") {
+      GTEST_SKIP() << "no Docker engine set up for tests (BYD_DOCKER_TESTS=1 is not set)";
+    }
+    // The workspace belongs to the container's user, as a real session's does.
+    ASSERT_EQ(chown(tmp_.str().c_str(), 1000, 1000), 0);
+    DockerOptions options;
+    const char* image = getenv("BYD_DOCKER_IMAGE");
+    options.image = image ? image : "backyard-mcp/python:bookworm";
+    options.runtime = GetParam() == Where::kDockerRunc ? "runc" : "runsc";
+    auto docker = DockerBackend::open(tmp_.str(), options);
+    ASSERT_TRUE(docker.ok()) << docker.status().toString();
+    backend_ = std::move(*docker);
+  }
+
+  json call(const std::string& name, const json& args, ToolContext* context = nullptr) {
+    const Tool* tool = findTool(name);
+    EXPECT_NE(tool, nullptr) << name;
+    ToolContext own{*backend_, limits_, cancel_};
+    json r = callTool(*tool, args, context ? *context : own, true);
+    if (r.contains("structuredContent")) {
+      Status s = schemas::validate(*tool->output_schema, r["structuredContent"], "output");
+      EXPECT_TRUE(s.ok()) << s.message();
+    }
+    return r;
+  }
+  json sc(const json& args) { return call("execute", args)["structuredContent"]; }
+  json py(const json& args) { return call("run_python", args)["structuredContent"]; }
+
+  // How many processes whose command line matches `regex` (grep -E) are still running where
+  // commands run: on the host for Local (each command has a namespace of its own), in the
+  // container for Docker.
+  int leftovers(const std::string& regex) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (GetParam() == Where::kLocal) {
+      return system(("pgrep -f '" + regex + "' >/dev/null").c_str()) == 0 ? 1 : 0;
+    }
+    CancelToken own;  // the test's may be cancelled
+    ToolContext ctx{*backend_, limits_, own};
+    json s = call("execute", {{"command", "ps -eo args | grep -cE '^" + regex + "' || true"}},
+                  &ctx)["structuredContent"];
+    return std::stoi(s.value("stdout", "-1"));
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<Backend> backend_;
+  Limits limits_;
+  CancelToken cancel_;
+};
+
+TEST_P(CommandContractTest, StdoutStderrAndExitCode) {
+  json r = call("execute", {{"command", "echo out; echo err >&2; exit 3"}});
+  EXPECT_EQ(r["isError"], false);  // a non-zero exit is a normal result
+  EXPECT_EQ(r["structuredContent"]["stdout"], "out\n");
+  EXPECT_EQ(r["structuredContent"]["stderr"], "err\n");
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 3);
+  EXPECT_TRUE(r["structuredContent"]["signal"].is_null());
+  EXPECT_EQ(r["structuredContent"]["timed_out"], false);
+  const std::string text = r["content"][0]["text"];
+  EXPECT_EQ(text.substr(0, 12), "exit code 3 ");
+  EXPECT_NE(text.find("--- stdout ---\nout\n--- stderr ---\nerr\n"), std::string::npos) << text;
+}
+
+TEST_P(CommandContractTest, StdinEnvAndCwd) {
+  ASSERT_TRUE(backend_->write("sub/.keep", "", WriteMode::kOverwrite).ok());
+  json s = sc({{"command", "cat; echo \"$GREETING\"; pwd"},
+               {"stdin", "from stdin\n"},
+               {"env", {{"GREETING", "hello"}}},
+               {"cwd", "sub"}});
+  EXPECT_EQ(s["stdout"], "from stdin\nhello\n" + backend_->root() + "/sub\n");
+}
+
+TEST_P(CommandContractTest, CleanEnvironment) {
+  setenv("BYD_TEST_SECRET", "1", 1);
+  const std::string env = sc({{"command", "env | sort"}})["stdout"];
+  unsetenv("BYD_TEST_SECRET");
+  EXPECT_EQ(env.find("BYD_"), std::string::npos) << env;
+  EXPECT_NE(env.find("LANG=C.UTF-8\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("TERM=dumb\n"), std::string::npos) << env;
+}
+
+TEST_P(CommandContractTest, WritesLandInTheWorkspace) {
+  EXPECT_EQ(sc({{"command", "mkdir -p d && echo made > d/made.txt"}})["exit_code"], 0);
+  auto content = backend_->read("d/made.txt", 0, 100);
+  ASSERT_TRUE(content.ok()) << content.status().toString();
+  EXPECT_EQ(*content, "made\n");
+}
+
+TEST_P(CommandContractTest, OutputIsCappedButDrained) {
+  limits_.max_output_bytes = 4096;
+  json s = sc({{"command", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done >&2"}});
+  EXPECT_EQ(s["stdout"].get<std::string>().size(), 4096u);
+  EXPECT_EQ(s["stderr"], "done\n");
+  EXPECT_EQ(s["truncated"], true);
+  EXPECT_EQ(s["exit_code"], 0);
+}
+
+TEST_P(CommandContractTest, TimeoutKillsTheWholeTree) {
+  const auto start = Clock::now();
+  json s = sc({{"command", "setsid sleep 999 & nohup sleep 998 & echo started; sleep 997"},
+               {"timeout_s", 1}});
+  EXPECT_EQ(s["timed_out"], true);
+  EXPECT_EQ(s["stdout"], "started\n");
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_EQ(leftovers("slee[p] 99[789]"), 0) << "a sleep outlived its timeout";
+}
+
+TEST_P(CommandContractTest, BackgroundChildDoesNotHangTheCall) {
+  const auto start = Clock::now();
+  json s = sc({{"command", "(sleep 996 &); echo hi"}});
+  EXPECT_EQ(s["stdout"], "hi\n");
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_EQ(leftovers("slee[p] 996"), 0) << "a background sleep outlived its command";
+}
+
+TEST_P(CommandContractTest, MissingCwdIsAnError) {
+  json r = call("execute", {{"command", "true"}, {"cwd", "nope"}});
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "'nope' does not exist");
+}
+
+TEST_P(CommandContractTest, CancellationStopsTheCommand) {
+  std::thread canceller([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel_.cancel();
+  });
+  const auto start = Clock::now();
+  json r = call("execute", {{"command", "sleep 994"}});
+  canceller.join();
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "cancelled");
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_EQ(leftovers("slee[p] 994"), 0);
+}
+
+TEST_P(CommandContractTest, ConcurrentCommandsGetTheirOwnResults) {
+  std::vector<std::thread> threads;
+  std::vector<json> results(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      ToolContext ctx{*backend_, limits_, cancel_};
+      const std::string n = std::to_string(i);
+      results[i] = callTool(
+          *findTool("execute"),
+          {{"command", "sleep 0.$((RANDOM % 3)); echo " + n + "; echo e" + n + " >&2"}}, ctx, true);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(results[i]["structuredContent"]["stdout"], std::to_string(i) + "\n");
+    EXPECT_EQ(results[i]["structuredContent"]["stderr"], "e" + std::to_string(i) + "\n");
+  }
+}
+
+TEST_P(CommandContractTest, ProgressReportsTheLatestLine) {
+  std::vector<std::string> messages;
+  std::mutex mu;
+  ToolContext ctx{*backend_, limits_, cancel_};
+  ctx.progress = [&](double, std::string message) {
+    std::lock_guard lock(mu);
+    messages.push_back(std::move(message));
+  };
+  json r =
+      call("execute", {{"command", "for i in 1 2 3 4; do echo line$i; sleep 0.5; done"}}, &ctx);
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 0);
+  ASSERT_GE(messages.size(), 1u);
+  EXPECT_EQ(messages.back().substr(0, 4), "line");
+}
+
+TEST_P(CommandContractTest, NoDescriptorIsLeftOpen) {
+  auto open_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  sc({{"command", "true"}});  // what stays open for later commands exists from here on
+  const auto before = open_fds();
+  for (int i = 0; i < 10; ++i) {
+    sc({{"command", "echo out; echo err >&2"}});
+    sc({{"command", "cat"}, {"stdin", "fed"}});
+  }
+  EXPECT_EQ(open_fds(), before);
+}
+
+TEST_P(CommandContractTest, PythonStatePersistsAndTheTrailingExpressionIsTheResult) {
+  json a = py({{"code", "x = 20\nprint('set')"}});
+  EXPECT_EQ(a["stdout"], "set\n") << a.dump();
+  EXPECT_TRUE(a["result"].is_null());
+  json b = call("run_python", {{"code", "x + 22"}});
+  EXPECT_EQ(b["structuredContent"]["result"], "42");
+  EXPECT_NE(b["content"][0]["text"].get<std::string>().find("=> 42"), std::string::npos);
+}
+
+TEST_P(CommandContractTest, PythonExceptionIsAnErrorWithTraceback) {
+  json r = call("run_python", {{"code", "def f():\n    return 1 / 0\n\nf()"}});
+  EXPECT_EQ(r["isError"], true);
+  const json& e = r["structuredContent"]["error"];
+  EXPECT_EQ(e["type"], "ZeroDivisionError");
+  EXPECT_EQ(e["message"], "division by zero");
+  EXPECT_NE(e["traceback"].get<std::string>().find("line 2, in f"), std::string::npos) << e.dump();
+  EXPECT_EQ(e["traceback"].get<std::string>().find("kernel.py"), std::string::npos);
+  EXPECT_EQ(py({{"code", "f.__name__"}})["result"], "'f'");
+}
+
+TEST_P(CommandContractTest, PythonSessionsAreIsolatedAndResetForgets) {
+  py({{"code", "secret = 'one'"}, {"session", "a"}});
+  EXPECT_EQ(py({{"code", "'secret' in globals()"}, {"session", "b"}})["result"], "False");
+  json reset = py({{"code", "'secret' in globals()"}, {"session", "a"}, {"reset", true}});
+  EXPECT_EQ(reset["result"], "False");
+  EXPECT_EQ(reset["new_session"], true);
+}
+
+TEST_P(CommandContractTest, PythonTimeoutInterruptsAndEndsWhatTheCellStarted) {
+  py({{"code", "kept = 7\nimport subprocess"}});
+  json r =
+      py({{"code", "subprocess.Popen(['sleep', '993'])\nwhile True:\n    pass"}, {"timeout_s", 1}});
+  EXPECT_EQ(r["timed_out"], true);
+  EXPECT_EQ(r["state_lost"], false);
+  EXPECT_EQ(r["error"]["type"], "KeyboardInterrupt");
+  EXPECT_EQ(py({{"code", "kept"}})["result"], "7");
+  EXPECT_EQ(leftovers("slee[p] 993"), 0);
+}
+
+TEST_P(CommandContractTest, PythonFilesMeetTheFileTools) {
+  py({{"code", "open('from_python.txt', 'w').write('py\\n')"}});
+  auto content = backend_->read("from_python.txt", 0, 100);
+  ASSERT_TRUE(content.ok()) << content.status().toString();
+  EXPECT_EQ(*content, "py\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommandContractTest,
+                         ::testing::Values(Where::kLocal, Where::kDockerRunc, Where::kDockerRunsc),
+                         whereName);
+
+}  // namespace
+}  // namespace byd::testing
