@@ -76,6 +76,7 @@ struct PythonResult {
   bool timed_out = false;
   bool state_lost = false;   // the kernel was killed; the session starts afresh next time
   bool new_session = false;  // this call started (or restarted) the session
+  bool revived = false;      // the session's kernel had died since its last call
   double duration_ms = 0;
 };
 

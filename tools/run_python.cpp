@@ -25,6 +25,11 @@ std::string describe(const PythonResult& r, const std::string& session) {
     text += "[the code did not stop at the timeout and the session was killed: session '" +
             session + "' lost its state and starts afresh on the next call]\n";
   }
+  if (r.revived) {
+    text += "[session '" + session +
+            "' had ended since its last call (its Python process was gone) and started afresh: "
+            "earlier variables are lost]\n";
+  }
   if (!r.png_images.empty()) text += "[" + std::to_string(r.png_images.size()) + " figure(s)]\n";
   if (r.truncated) text += "[output cut at the output limit]\n";
   if (text.empty()) text = "(no output)\n";

@@ -312,18 +312,18 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   return id;
 }
 
+// Python sessions stay when their container goes: their kernels die with it, and each session
+// notices on its next call and starts afresh, saying so. (Dropping the sessions here could end
+// them on the very thread of a kernel being started, which would wait for itself.)
 void DockerBackend::forgetContainer(const std::string& container) const {
-  std::shared_ptr<PythonSessions> dropped;  // released after the lock
   std::lock_guard lock(mu_);
   if (container != container_ || !options_.container_name.empty()) return;
   client_.request("DELETE", "/containers/" + container + "?force=true&v=true").ok();
   container_.clear();
   runners_.clear();
-  dropped = std::move(python_);
 }
 
 Result<std::string> DockerBackend::ensureContainer() const {
-  std::shared_ptr<PythonSessions> dropped;  // released after the lock, below
   std::lock_guard lock(mu_);
   if (!container_.empty()) {
     auto state = client_.request("GET", "/containers/" + container_ + "/json");
@@ -339,7 +339,6 @@ Result<std::string> DockerBackend::ensureContainer() const {
       client_.request("DELETE", "/containers/" + container_ + "?force=true&v=true").ok();
     container_.clear();
     runners_.clear();
-    dropped = std::move(python_);
   }
   if (!options_.container_name.empty()) {
     auto existing =
@@ -402,24 +401,30 @@ void DockerBackend::killGroup(const std::string& container, const std::string& p
                            "do i=$((i+1)); done; exit 0";
   const std::string check =
       "read p < " + pid_file + " || exit 0; kill -0 -$p 2>/dev/null && exit 1; exit 0";
+  // A shell that cannot be asked for (the engine is unreachable, the container is gone) says
+  // nothing of the group: a restart could not help. One that did not finish, or a group that
+  // outlives the rounds, means the container has no room left for the kill.
+  auto stuck = [](const Status& s) { return s.code() == Code::kDeadlineExceeded; };
   for (int round = 0; round < 3; ++round) {
-    if (!shell(container, kill).ok()) break;
+    if (Status s = shell(container, kill).status(); !s.ok()) {
+      if (!stuck(s)) return;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto left = shell(container, check);
-    if (!left.ok()) break;
+    if (!left.ok()) {
+      if (!stuck(left.status())) return;
+      break;
+    }
     if (*left == 0) return;
   }
-  // The container has no room left to even run the kill, or the group outlived it: restart
-  // it, which ends every process in it. The workspace stays; /tmp and Python sessions do not.
+  // Restarting ends every process in it. The workspace stays; /tmp does not, and Python
+  // sessions start afresh on their next call.
   spdlog::warn("docker: could not end a process group in container {}; restarting it",
                container.substr(0, 12));
   client_.request("POST", "/containers/" + container + "/restart?t=0").ok();
-  std::shared_ptr<PythonSessions> dropped;  // their kernels died with the restart
   std::lock_guard lock(mu_);
-  if (container == container_) {
-    dropped = std::move(python_);
-    runners_.clear();
-  }
+  if (container == container_) runners_.clear();
 }
 
 Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec) const {

@@ -65,18 +65,22 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   }
   std::lock_guard busy(session->busy);
   Run run;
-  if (reset || !session->kernel || !session->kernel->alive()) {
+  // A kernel that died while idle (its container went away, say) is replaced, and the call
+  // says that its state is gone.
+  const bool died = session->kernel && (!session->kernel->alive() || session->kernel->exited());
+  if (reset || !session->kernel || died) {
+    run.revived = died && !reset;
     session->kernel.reset();
-    std::unique_ptr<PythonKernel> kernel;
+    Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
     {
       std::lock_guard lock(mu_);
-      BYD_ASSIGN_OR_RETURN(kernel, takeSpare());
+      kernel = takeSpare();
     }
-    // A spare can die while it waits (its container restarted, say): start one now instead.
-    if (kernel->exited()) {
-      BYD_ASSIGN_OR_RETURN(kernel, start_());
-    }
-    session->kernel = std::move(kernel);
+    // A spare can fail to start or die while it waits (its container went away, the engine
+    // was unreachable for a moment): start one now instead.
+    if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
+    if (!kernel.ok()) return kernel.status();
+    session->kernel = std::move(*kernel);
     run.new_session = true;
   }
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
@@ -108,6 +112,7 @@ PythonResult pythonResult(const PythonSessions::Run& run) {
   out.timed_out = run.outcome.timed_out;
   out.state_lost = run.outcome.state_lost;
   out.new_session = run.new_session;
+  out.revived = run.revived;
   return out;
 }
 

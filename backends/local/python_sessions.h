@@ -36,6 +36,7 @@ class PythonSessions {
   struct Run {
     PythonKernel::Outcome outcome;
     bool new_session = false;  // this call started the session (or restarted it)
+    bool revived = false;      // its kernel had died since the last call (state gone)
   };
   Result<Run> run(const std::string& session, const std::string& code, bool reset,
                   std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel);

@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -374,6 +375,83 @@ class ImageWithoutPython(unittest.TestCase):
             self.assertIn("needs python3 in the image", py["content"][0]["text"])
         finally:
             self.assertEqual(server.close(), 0)
+
+
+class EngineProxy:
+    """A unix socket that forwards to the engine's, which the test can take down and bring back:
+    to the server, the engine goes away and returns; the containers stay."""
+
+    def __init__(self, path):
+        self.path, self.listener, self.conns, self.lock = path, None, [], threading.Lock()
+
+    def up(self):
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(self.path)
+        self.listener.listen(64)
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def down(self):
+        self.listener.close()
+        os.unlink(self.path)
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+            self.conns.clear()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            engine_side = socket.socket(socket.AF_UNIX)
+            engine_side.connect(SOCKET)
+            with self.lock:
+                self.conns += [client, engine_side]
+            for a, b in ((client, engine_side), (engine_side, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+class EngineRestart(unittest.TestCase):
+    def test_the_next_call_after_the_engine_returns_recovers(self):
+        with tempfile.TemporaryDirectory(prefix="byd-restart-") as tmp:
+            root = os.path.join(tmp, "ws")
+            os.mkdir(root)
+            os.chown(root, 1000, 1000)
+            proxy = EngineProxy(os.path.join(tmp, "engine.sock"))
+            proxy.up()
+            server = Stdio("--docker-host", "unix://" + proxy.path, "--root", root)
+            try:
+                self.assertEqual(server.sh("echo one")["stdout"], "one\n")
+                self.assertIn("2", server.tool("run_python", {"code": "1 + 1"})["content"][0]["text"])
+                proxy.down()
+                r = server.tool("execute", {"command": "echo two"})
+                self.assertTrue(r["isError"], r)
+                self.assertIn("not reachable", r["content"][0]["text"])
+                w = server.tool("write_file", {"path": "during.txt", "content": "files work\n"})
+                self.assertFalse(w["isError"], w)
+                proxy.up()
+                self.assertEqual(server.sh("cat during.txt")["stdout"], "files work\n")
+                self.assertIn("2", server.tool("run_python", {"code": "1 + 1"})["content"][0]["text"])
+            finally:
+                code = server.close()
+                if os.environ.get("BYD_DEBUG"):
+                    print("".join(server.stderr_lines), file=sys.stderr)
+                self.assertEqual(code, 0)
+                proxy.down()
 
 
 class EngineDown(unittest.TestCase):

@@ -270,6 +270,19 @@ TEST_P(CommandContractTest, PythonTimeoutInterruptsAndEndsWhatTheCellStarted) {
   EXPECT_EQ(leftovers("slee[p] 993"), 0);
 }
 
+TEST_P(CommandContractTest, PythonKernelThatDiedWhileIdleIsReplaced) {
+  py({{"code",
+       "import os, threading, time\nx = 1\n"
+       "threading.Thread(target=lambda: (time.sleep(0.3), os._exit(1))).start()"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  json r = call("run_python", {{"code", "'x' in globals()"}});
+  EXPECT_EQ(r["structuredContent"]["result"], "False") << r.dump();
+  EXPECT_EQ(r["structuredContent"]["new_session"], true);
+  EXPECT_NE(r["content"][0]["text"].get<std::string>().find("started afresh"), std::string::npos)
+      << r.dump();
+  EXPECT_EQ(py({{"code", "'x' in globals()"}})["new_session"], false);
+}
+
 TEST_P(CommandContractTest, PythonFilesMeetTheFileTools) {
   py({{"code", "open('from_python.txt', 'w').write('py\\n')"}});
   auto content = backend_->read("from_python.txt", 0, 100);
