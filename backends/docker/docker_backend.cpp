@@ -596,7 +596,10 @@ Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& 
       if (!started && !runner->usable() && attempt == 0) continue;
       return outcome.status();
     }
-    if (outcome->no_status) checkContainer(runner->container(), &*outcome);
+    if (outcome->no_status) {
+      spdlog::warn("docker: the command runner's connection ended before the command's status");
+      checkContainer(runner->container(), &*outcome);
+    }
     giveBackRunner(std::move(runner));
     return outcome;
   }
