@@ -130,6 +130,9 @@ class DockerBackend(unittest.TestCase):
         expected = "gVisor (runsc)" if RUNTIME == "runsc" else "runc, without gVisor"
         self.assertIn(expected, self.server.instructions)
         self.assertIn("/workspace", self.server.instructions)
+        banner = [line for line in self.server.stderr_lines if "serving a Docker container" in line]
+        self.assertEqual(len(banner), 1, self.server.log_tail())
+        self.assertIn(expected, banner[0])
 
     def test_commands_and_files_meet_in_the_workspace(self):
         w = self.server.tool("write_file", {"path": "notes/a.txt", "content": "from the host\n"})
