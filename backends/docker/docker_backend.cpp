@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
+
+#include "backends/docker/orphans.h"
 
 namespace byd {
 
@@ -260,6 +263,15 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
     }
     return image.status();
   }
+  // Once per server: containers that servers which ended (killed, crashed) left behind.
+  static std::once_flag swept;
+  std::call_once(swept, [this] { docker::removeOrphans(client_); });
+  json labels = {{"io.backyard-mcp", "session"}};
+  // A kept container names no server: it is meant to outlive this one.
+  if (const std::string owner = docker::ownerLabel();
+      !owner.empty() && options_.container_name.empty()) {
+    labels[docker::kOwnerLabel] = owner;
+  }
   const bool no_network = options_.network == "none";
   json host = {
       {"Mounts",
@@ -283,7 +295,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
                {"User", options_.user},
                {"WorkingDir", "/workspace"},
                {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
-               {"Labels", {{"io.backyard-mcp", "session"}}},
+               {"Labels", labels},
                {"NetworkDisabled", no_network},
                {"HostConfig", host}};
   std::string path = "/containers/create";

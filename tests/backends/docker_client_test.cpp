@@ -7,11 +7,14 @@
 #include <archive_entry.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
+#include <sstream>
 
 #include "backends/docker/docker_backend.h"
+#include "backends/docker/orphans.h"
 #include "tests/test_util.h"
 
 namespace byd::docker {
@@ -130,6 +133,41 @@ TEST(DockerBackendPathsTest, BadOptionsAreRefused) {
   DockerOptions host;
   host.host = "ssh://x";
   EXPECT_FALSE(DockerBackend::open(tmp.str(), host).ok());
+}
+
+// The owner label of session containers, and how a server tells that another has ended.
+TEST(DockerOrphansTest, ALiveServerIsNotEnded) {
+  const std::string mine = docker::ownerLabel();
+  if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  EXPECT_FALSE(docker::ownerEnded(mine));
+}
+
+TEST(DockerOrphansTest, AnEndedOrReusedPidIsEnded) {
+  const std::string mine = docker::ownerLabel();
+  if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  std::istringstream in(mine);
+  std::string machine, ns, pid, started;
+  in >> machine >> ns >> pid >> started;
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  const std::string place = machine + " " + ns + " ";
+  EXPECT_TRUE(docker::ownerEnded(place + std::to_string(child) + " " + started));
+  // This very pid, but started at another time: another process now.
+  EXPECT_TRUE(docker::ownerEnded(place + pid + " 1"));
+}
+
+TEST(DockerOrphansTest, OtherMachinesNamespacesAndNonsenseAreNotJudged) {
+  const std::string mine = docker::ownerLabel();
+  if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  std::istringstream in(mine);
+  std::string machine, ns, pid, started;
+  in >> machine >> ns >> pid >> started;
+  EXPECT_FALSE(docker::ownerEnded("another-machine " + ns + " 999999 1"));
+  EXPECT_FALSE(docker::ownerEnded(machine + " pid:[1] 999999 1"));
+  EXPECT_FALSE(docker::ownerEnded(""));
+  EXPECT_FALSE(docker::ownerEnded("garbage"));
 }
 
 }  // namespace

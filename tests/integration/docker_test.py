@@ -347,6 +347,41 @@ class NamedContainer(unittest.TestCase):
                 engine("DELETE", f"/containers/{name}?force=true&v=true")
 
 
+class LeftBehind(unittest.TestCase):
+    """Containers whose server ended without removing them (killed, crashed) are removed by the
+    next server; those of a server still running stay."""
+
+    def owner(self, pid, started):
+        with open("/etc/machine-id") as f:
+            machine = f.read().strip()
+        return f"{machine} {os.readlink('/proc/self/ns/pid')} {pid} {started}"
+
+    def make(self, owner):
+        made = engine("POST", "/containers/create", {
+            "Image": IMAGE, "Cmd": ["sleep", "infinity"],
+            "Labels": {"io.backyard-mcp": "session", "io.backyard-mcp.owner": owner}})
+        self.addCleanup(engine, "DELETE", f"/containers/{made['Id']}?force=true")
+        return made["Id"]
+
+    def test_a_new_server_removes_what_an_ended_one_left(self):
+        ended = subprocess.Popen(["true"])
+        ended.wait()
+        with open("/proc/self/stat") as f:
+            my_start = f.read().rsplit(")", 1)[1].split()[19]
+        orphan = self.make(self.owner(ended.pid, "1"))
+        alive = self.make(self.owner(os.getpid(), my_start))
+        server = Stdio()
+        try:
+            self.assertEqual(server.sh("echo hi")["stdout"], "hi\n")
+            ids = {c["Id"] for c in our_containers()}
+            self.assertNotIn(orphan, ids, server.log_tail())
+            self.assertIn(alive, ids)
+            self.assertTrue(any("left by a server that ended" in line
+                                for line in server.stderr_lines), server.log_tail())
+        finally:
+            self.assertEqual(server.close(), 0)
+
+
 class ImageWithoutPython(unittest.TestCase):
     """An image with no Python for the command runner: each command gets an exec of its own,
     with the same results, and run_python says why it cannot run."""
