@@ -136,6 +136,16 @@ TEST(DockerBackendPathsTest, BadOptionsAreRefused) {
 }
 
 // The owner label of session containers, and how a server tells that another has ended.
+// The four words of this process's owner label (empty without a machine id).
+struct OwnerParts {
+  std::string machine, ns, pid, started;
+};
+OwnerParts ownParts() {
+  OwnerParts p;
+  std::istringstream(docker::ownerLabel()) >> p.machine >> p.ns >> p.pid >> p.started;
+  return p;
+}
+
 TEST(DockerOrphansTest, ALiveServerIsNotEnded) {
   const std::string mine = docker::ownerLabel();
   if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
@@ -143,11 +153,9 @@ TEST(DockerOrphansTest, ALiveServerIsNotEnded) {
 }
 
 TEST(DockerOrphansTest, AnEndedOrReusedPidIsEnded) {
-  const std::string mine = docker::ownerLabel();
-  if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
-  std::istringstream in(mine);
-  std::string machine, ns, pid, started;
-  in >> machine >> ns >> pid >> started;
+  const OwnerParts mine = ownParts();
+  if (mine.machine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  const auto& [machine, ns, pid, started] = mine;
   const pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
@@ -159,11 +167,9 @@ TEST(DockerOrphansTest, AnEndedOrReusedPidIsEnded) {
 }
 
 TEST(DockerOrphansTest, OtherMachinesNamespacesAndNonsenseAreNotJudged) {
-  const std::string mine = docker::ownerLabel();
-  if (mine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
-  std::istringstream in(mine);
-  std::string machine, ns, pid, started;
-  in >> machine >> ns >> pid >> started;
+  const OwnerParts mine = ownParts();
+  if (mine.machine.empty()) GTEST_SKIP() << "no /etc/machine-id here";
+  const auto& [machine, ns, pid, started] = mine;
   EXPECT_FALSE(docker::ownerEnded("another-machine " + ns + " 999999 1"));
   EXPECT_FALSE(docker::ownerEnded(machine + " pid:[1] 999999 1"));
   EXPECT_FALSE(docker::ownerEnded(""));
