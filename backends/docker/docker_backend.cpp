@@ -611,6 +611,18 @@ Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& 
     if (outcome->no_status) {
       spdlog::warn("docker: the command runner's connection ended before the command's status");
       checkContainer(runner->container(), &*outcome);
+      if (!outcome->container_lost) {
+        // The engine may still call it running when its sandbox is gone (gVisor's, ended by
+        // a limit): a runner that cannot start there says so. One that can serves later calls.
+        auto fresh = ContainerRunner::start(client_, runner->container(), options_.python,
+                                            std::string(kKernelDir) + "/runner.py", options_.user);
+        if (fresh.ok()) {
+          giveBackRunner(std::move(*fresh));
+        } else {
+          forgetContainer(runner->container());
+          outcome->container_lost = true;
+        }
+      }
     }
     giveBackRunner(std::move(runner));
     return outcome;
