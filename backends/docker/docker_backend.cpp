@@ -563,6 +563,12 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
   }
 }
 
+Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(
+    const std::string& container) const {
+  return ContainerRunner::start(client_, container, options_.python,
+                                std::string(kKernelDir) + "/runner.py", options_.user);
+}
+
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
   {
     std::lock_guard lock(mu_);
@@ -574,8 +580,7 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
     }
   }
   BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
-  auto runner = ContainerRunner::start(client_, container, options_.python,
-                                       std::string(kKernelDir) + "/runner.py", options_.user);
+  auto runner = startRunner(container);
   if (runner.ok()) return runner;
   // The container runs, yet no runner came up: the image has no Python for it.
   auto state = client_.request("GET", "/containers/" + container + "/json");
@@ -614,8 +619,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& 
       if (!outcome->container_lost) {
         // The engine may still call it running when its sandbox is gone (gVisor's, ended by
         // a limit): a runner that cannot start there says so. One that can serves later calls.
-        auto fresh = ContainerRunner::start(client_, runner->container(), options_.python,
-                                            std::string(kKernelDir) + "/runner.py", options_.user);
+        auto fresh = startRunner(runner->container());
         if (fresh.ok()) {
           giveBackRunner(std::move(*fresh));
         } else {

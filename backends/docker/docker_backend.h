@@ -95,6 +95,8 @@ class DockerBackend : public Backend {
   // An idle runner of the current container, or a new one; null when the image cannot have one.
   Result<std::unique_ptr<docker::ContainerRunner>> takeRunner() const;
   void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner) const;
+  // A new runner in `container` (copied in at creation beside the kernel).
+  Result<std::unique_ptr<docker::ContainerRunner>> startRunner(const std::string& container) const;
   // After a command whose status never came: notes whether its container stopped underneath
   // (and forgets it, so the next call makes a new one).
   void checkContainer(const std::string& container, ExecOutcome* out) const;

@@ -89,6 +89,19 @@ def _become_subreaper():
         return False
 
 
+def _children_by_parent():
+    """Every process's children, by /proc's parent links: {ppid: [pid, ...]}."""
+    below = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            below.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(name))
+        except (OSError, ValueError, IndexError):  # not a process, or gone meanwhile
+            continue
+    return below
+
+
 def _children():
     """This process's children (it has one thread)."""
     me = os.getpid()
@@ -96,17 +109,7 @@ def _children():
         with open(f"/proc/self/task/{me}/children") as f:
             return [int(p) for p in f.read().split()]
     except OSError:  # no such file in this kernel: look at every process's parent
-        pass
-    kids = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            if int(stat[stat.rindex(b")") + 2:].split()[1]) == me:
-                kids.append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return kids
+        return _children_by_parent().get(me, [])
 
 
 def _reap():
@@ -119,15 +122,8 @@ def _reap():
 
 
 def _descendants():
-    """Every process below this one, by a walk over /proc's parent links (children first)."""
-    below = {}
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            below.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
+    """Every process below this one, by a walk over /proc's parent links."""
+    below = _children_by_parent()
     found, todo = [], [os.getpid()]
     while todo:
         kids = below.get(todo.pop(), [])

@@ -2,7 +2,7 @@
 # no data files.
 file(READ ${SRC} content)
 get_filename_component(src_name ${SRC} NAME)
-set(body "// Generated from ${src_name} by embed_kernel.cmake. Do not edit.\n")
+set(body "// Generated from ${src_name} by embed_python.cmake. Do not edit.\n")
 string(APPEND body "namespace byd {\nextern const char ${NAME}[];\n")
 string(APPEND body "const char ${NAME}[] = R\"byd_py(${content})byd_py\";\n}  // namespace byd\n")
 file(WRITE ${OUT}.tmp "${body}")
