@@ -1,5 +1,10 @@
 #include "mcp/json_rpc.h"
 
+#include <array>
+#include <charconv>
+
+#include "common/text.h"
+
 namespace byd::mcp {
 
 Result<json> parseJson(std::string_view text, int max_depth) {
@@ -111,8 +116,115 @@ json errorFromStatus(const json& id, const Status& status) {
   }
 }
 
+namespace {
+
+// The escape each byte needs inside a JSON string: 0 for none, 'u' for \u00XX, else the
+// letter after the backslash. Bytes from 0x80 up pass as they are (the string is valid UTF-8).
+constexpr std::array<char, 256> kEscape = [] {
+  std::array<char, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = 'u';
+  t['\b'] = 'b';
+  t['\t'] = 't';
+  t['\n'] = 'n';
+  t['\f'] = 'f';
+  t['\r'] = 'r';
+  t['"'] = '"';
+  t['\\'] = '\\';
+  return t;
+}();
+
+void writeString(std::string_view s, std::string& out) {
+  if (!isValidUtf8(s)) {
+    // Rare (tools repair their text): nlohmann's own replacement, for the same bytes.
+    out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  size_t run = 0;  // start of the bytes not yet copied
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char e = kEscape[static_cast<unsigned char>(s[i])];
+    if (e == 0) continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    if (e == 'u') {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto c = static_cast<unsigned char>(s[i]);
+      const char code[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+      out.append(code, sizeof code);
+    } else {
+      out += '\\';
+      out += e;
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+template <typename Int>
+void writeInteger(Int v, std::string& out) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+// Writes what dump(-1, ' ', false, replace) writes, without its per-character escaping loop:
+// runs of plain bytes are copied whole. Numbers with a fraction and binary values (rare here)
+// go through nlohmann's own writer, so their spelling is its spelling.
+void writeValue(const json& v, std::string& out) {
+  switch (v.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, member] : v.get_ref<const json::object_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        writeString(key, out);
+        out += ':';
+        writeValue(member, out);
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const json& element : v) {
+        if (!first) out += ',';
+        first = false;
+        writeValue(element, out);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string:
+      writeString(v.get_ref<const std::string&>(), out);
+      return;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::number_integer:
+      writeInteger(v.get<json::number_integer_t>(), out);
+      return;
+    case json::value_t::number_unsigned:
+      writeInteger(v.get<json::number_unsigned_t>(), out);
+      return;
+    default:  // number_float, binary, discarded
+      out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+  }
+}
+
+}  // namespace
+
+void serializeTo(const json& value, std::string& out) { writeValue(value, out); }
+
 std::string serialize(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  serializeTo(value, out);
+  return out;
 }
 
 }  // namespace byd::mcp

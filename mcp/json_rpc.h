@@ -48,7 +48,10 @@ json makeNotification(std::string_view method, json params);
 // Internal errors never pass their text on.
 json errorFromStatus(const json& id, const Status& status);
 
-// Serializes for the wire: compact, invalid UTF-8 replaced rather than thrown on.
+// Serializes for the wire: compact, invalid UTF-8 replaced rather than thrown on. The text is
+// exactly that of nlohmann's dump(-1, ' ', false, replace), written faster.
 std::string serialize(const json& value);
+// The same, appended to `out`.
+void serializeTo(const json& value, std::string& out);
 
 }  // namespace byd::mcp

@@ -85,16 +85,41 @@ Status StdioTransport::run(MessageHandler& handler) {
 }
 
 void StdioTransport::send(const nlohmann::json& message) {
-  std::string text = serialize(message);
-  text += '\n';
-  std::lock_guard lock(write_mu_);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(out_fd_, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the peer has gone; nothing more to do
-    done += n;
+  std::string batch;
+  serializeTo(message, batch);
+  batch += '\n';
+  std::unique_lock lock(write_mu_);
+  drained_.wait(lock, [&] { return !writing_ || queued_.size() < kMaxQueuedBytes; });
+  if (broken_) return;
+  if (writing_) {
+    queued_ += batch;  // the writing thread sends it right after its own
+    return;
   }
+  writing_ = true;
+  while (!batch.empty()) {
+    lock.unlock();
+    const bool sent = writeAll(batch);
+    lock.lock();
+    if (!sent) {
+      broken_ = true;  // the peer has gone; nothing more to do
+      queued_.clear();
+    }
+    batch.clear();
+    batch.swap(queued_);
+    drained_.notify_all();
+  }
+  writing_ = false;
+  drained_.notify_all();
+}
+
+bool StdioTransport::writeAll(std::string_view data) const {
+  while (!data.empty()) {
+    const ssize_t n = write(out_fd_, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
 }
 
 }  // namespace byd::mcp

@@ -2,9 +2,14 @@
 // Newline-delimited JSON-RPC over a pair of file descriptors (stdin/stdout). Only protocol
 // messages are written to the output; logs go elsewhere. A line longer than the limit is
 // skipped without being buffered and reported to the handler, so a hostile peer cannot make
-// the server hold more than `max_frame_bytes`. send() is serialized by a mutex.
+// the server hold more than `max_frame_bytes`. send() is thread-safe and keeps the order of
+// its calls: while one thread writes, messages sent meanwhile queue up and go out together in
+// its next write, so many answers ready at once cost one system call and one wake-up of the
+// peer, not one each. A peer that stops reading blocks senders once kMaxQueuedBytes wait.
 
+#include <condition_variable>
 #include <mutex>
+#include <string>
 
 #include "mcp/transport.h"
 
@@ -22,11 +27,18 @@ class StdioTransport : public Transport {
  private:
   void consume(std::string_view data, MessageHandler& handler);
   void endLine(MessageHandler& handler);
+  // Writes all of `data` to out_fd_; false when the peer has gone.
+  bool writeAll(std::string_view data) const;
 
   const int in_fd_, out_fd_;
   const size_t max_frame_bytes_;
   int wake_[2] = {-1, -1};
+  static constexpr size_t kMaxQueuedBytes = 4 << 20;
   std::mutex write_mu_;
+  std::condition_variable drained_;
+  bool writing_ = false;  // a thread is in write(2); it takes queued_ when it is done
+  bool broken_ = false;   // the peer has gone: nothing more is written
+  std::string queued_;
   // Reader state (run() thread only).
   std::string line_;
   bool discarding_ = false;

@@ -16,12 +16,25 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
   }
   BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
   // Through a symlink, the file reached must not be one the rules deny for this operation.
-  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
+  BYD_ASSIGN_OR_RETURN(std::string real, cachedRealKey(key));
   if (real != key && guard_.decide(op_, real).action == Action::kDeny) {
     return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
                             ": it leads to " + displayTarget(real) + ", which the rules deny");
   }
   return key;
+}
+
+Result<std::string> GuardedBackend::cachedRealKey(const std::string& key) const {
+  {
+    std::lock_guard lock(real_mu_);
+    if (has_last_ && last_key_ == key) return last_real_;
+  }
+  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
+  std::lock_guard lock(real_mu_);
+  last_key_ = key;
+  last_real_ = real;
+  has_last_ = true;
+  return real;
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
@@ -30,7 +43,7 @@ Status GuardedBackend::checkRead(const std::string& key) const {
     return guard_.check(Operation::kRead, key, nullptr);
   }
   // A symlink must not reach what its own name would not ("notes.txt" -> ".env").
-  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
+  BYD_ASSIGN_OR_RETURN(std::string real, cachedRealKey(key));
   if (real != key && guard_.hidesFromListings(real)) {
     return permissionDenied("read denied for " + displayTarget(key) + ": it leads to " +
                             displayTarget(real) + ", which the rules deny");

@@ -7,6 +7,8 @@
 // call; the counter is atomic because grep lists and reads from several threads.
 
 #include <atomic>
+#include <mutex>
+#include <string>
 
 #include "backends/backend.h"
 #include "permissions/guard.h"
@@ -42,12 +44,18 @@ class GuardedBackend : public Backend {
 
  private:
   Status checkRead(const std::string& key) const;
+  // inner_.realKey(key), remembered for the last key asked: a tool checks its target in
+  // normalize() and again when it reads it, and the second look would cost the same opens.
+  Result<std::string> cachedRealKey(const std::string& key) const;
 
   Backend& inner_;
   const Guard& guard_;
   const Operation op_;
   Approver* const approver_;
   mutable std::atomic<size_t> hidden_{0};
+  mutable std::mutex real_mu_;
+  mutable std::string last_key_, last_real_;
+  mutable bool has_last_ = false;
 };
 
 }  // namespace byd::permissions

@@ -78,7 +78,10 @@ Result<std::string> preadAll(int fd, uint64_t offset, uint64_t max_bytes, uint64
       if (errno == EINTR) continue;
       return errnoStatus(errno, key);
     }
+    const bool short_read = static_cast<size_t>(n) < out.size() - have;
     have += static_cast<size_t>(n);
+    // A short read that reached the size seen at open is the end; skip the read that says so.
+    if (short_read && size_hint > 0 && offset + have >= size_hint) break;
   }
   out.resize(have);
   return out;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 namespace byd::mcp {
 namespace {
 
@@ -92,6 +95,63 @@ TEST(ErrorFromStatus, HidesInternalText) {
 TEST(Serialize, ReplacesInvalidUtf8InsteadOfThrowing) {
   json v = {{"name", std::string("bad\xff name")}};
   EXPECT_EQ(serialize(v), "{\"name\":\"bad\xEF\xBF\xBD name\"}");
+}
+
+std::string reference(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TEST(Serialize, WritesWhatNlohmannWritesForEveryKindOfValue) {
+  const json cases[] = {
+      nullptr,
+      true,
+      false,
+      0,
+      -1,
+      std::numeric_limits<int64_t>::min(),
+      std::numeric_limits<int64_t>::max(),
+      std::numeric_limits<uint64_t>::max(),
+      0.5,
+      -1e-300,
+      1e300,
+      3.0,
+      std::numeric_limits<double>::quiet_NaN(),
+      std::numeric_limits<double>::infinity(),
+      "",
+      "plain ascii",
+      "quote \" backslash \\ slash / tab \t newline \n cr \r bs \b ff \f",
+      std::string("nul \0 and \x01 \x1f \x7f", 15),
+      "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBD",
+      "bad \xC3 cut, \xED\xA0\x80 surrogate, \xF8 high, \xC0\xAF overlong, end \xE2\x82",
+      json::array(),
+      json::object(),
+      {1, "two", nullptr, {{"k", {true, 2.5}}}},
+      {{"b", 1}, {"a", {{"\n", "\"q\""}}}, {"c\xff", json::array()}},
+      json::binary({1, 2, 3}),
+  };
+  for (const json& v : cases) EXPECT_EQ(serialize(v), reference(v)) << reference(v);
+}
+
+TEST(Serialize, MatchesNlohmannOnRandomBytes) {
+  // Strings of random bytes, weighted toward the ones that need care: controls, quotes,
+  // backslashes, and UTF-8 lead and continuation bytes in and out of order.
+  std::mt19937 rng(20261201);
+  const std::string alphabet =
+      std::string("\x00\x01\x1f \"\\az~\x7f", 10) +
+      "\x80\xBF\xC2\xC3\xDF\xE0\xE2\xED\xEF\xF0\xF4\xF5\xFF\xA0\x9F\x90\x8F";
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1), len(0, 40);
+  for (int round = 0; round < 20000; ++round) {
+    std::string s(len(rng), ' ');
+    for (char& c : s) c = alphabet[pick(rng)];
+    const json v = {{"k" + s, s}, {"list", {s, 1}}};
+    ASSERT_EQ(serialize(v), reference(v)) << "round " << round;
+  }
+}
+
+TEST(Serialize, AppendsToWhatIsThere) {
+  std::string out = "data: ";
+  serializeTo(json{{"a", 1}}, out);
+  EXPECT_EQ(out, "data: {\"a\":1}");
 }
 
 }  // namespace
