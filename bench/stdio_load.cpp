@@ -1,6 +1,7 @@
 // A native load client for MCP servers over stdio, so that the client is not what limits the
 // measured rate: spawns the server, initializes, then keeps IN_FLIGHT tools/call requests of
-// one tool on one path pipelined until TOTAL have been answered, and prints
+// one tool on one path (or pings, for TOOL "ping") pipelined until TOTAL have been answered, and
+// prints
 // {"calls_per_s": ..., "p50_s": ..., "p99_s": ...}. Any error answer stops it (exit 1).
 //   stdio_load TOOL PATH IN_FLIGHT TOTAL -- SERVER ARGV...
 // Built and run by bench/transports.py; bench only, not part of the server.
@@ -95,8 +96,11 @@ int main(int argc, char** argv) {
                 "\n");
 
   const std::string head = R"({"jsonrpc":"2.0","id":)";
-  const std::string tail = R"(,"method":"tools/call","params":{"name":")" + tool +
-                           R"(","arguments":{"path":")" + path + "\"}}}\n";
+  // "ping" measures the protocol's floor: the same pipes and parsing, no tool and no file.
+  const std::string tail = tool == "ping" ? std::string(R"(,"method":"ping"})"
+                                                        "\n")
+                                          : R"(,"method":"tools/call","params":{"name":")" + tool +
+                                                R"(","arguments":{"path":")" + path + "\"}}}\n";
   std::unordered_map<long, Clock::time_point> sent;
   std::vector<double> latencies;
   latencies.reserve(total);

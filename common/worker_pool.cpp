@@ -25,11 +25,16 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::post(std::function<void()> job) {
+  size_t queued;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(job));
-    queued_.fetch_add(1, std::memory_order_release);
+    queued = queued_.fetch_add(1) + 1;
   }
+  // A polling worker takes a lone job without being woken: waking a sleeper as well would only
+  // have it find the queue empty again, a context switch for nothing. The poller looks at the
+  // queue under the lock before it sleeps, so the job cannot be missed.
+  if (queued == 1 && polling_.load()) return;
   cv_.notify_one();
 }
 
@@ -44,7 +49,7 @@ bool WorkerPool::pollForWork() {
       cpuRelax();
     }
   }
-  polling_.store(false, std::memory_order_release);
+  polling_.store(false);
   return found;
 }
 

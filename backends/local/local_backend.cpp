@@ -327,6 +327,13 @@ Result<std::string> LocalBackend::normalize(std::string_view user_path) const {
 
 Result<std::string> LocalBackend::realKey(const std::string& key) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
+  // The common case first: no symlink on the way, so the file is the one the key names.
+  const int direct = loc.resolver->openWithoutSymlinksRaw(loc.rel, O_PATH);
+  if (direct >= 0) {
+    ::close(direct);
+    return loc.key;
+  }
+  if (direct == -ENOENT) return key;
   auto fd = loc.resolver->open(loc.rel, O_PATH);
   if (!fd.ok())
     return fd.status().code() == Code::kNotFound ? Result<std::string>(key) : fd.status();

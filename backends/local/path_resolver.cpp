@@ -246,13 +246,22 @@ int PathResolver::openRaw(std::string_view rel, int flags, mode_t mode) const {
   return walkRaw(path, flags, mode);
 }
 
-int PathResolver::openat2Raw(const std::string& rel, int flags, mode_t mode) const {
+int PathResolver::openWithoutSymlinksRaw(std::string_view rel, int flags) const {
+  if (walk_only_) return -ENOSYS;
+  if (rel.find('\0') != std::string_view::npos) return -EINVAL;
+  if (!rel.empty() && rel.front() == '/') return -EXDEV;
+  const int fd = openat2Raw(std::string(rel), flags, 0, RESOLVE_NO_SYMLINKS);
+  return fd == -EAGAIN ? -ENOSYS : fd;
+}
+
+int PathResolver::openat2Raw(const std::string& rel, int flags, mode_t mode,
+                             uint64_t extra_resolve) const {
   struct open_how how = {};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   // openat2 rejects a mode without O_CREAT or O_TMPFILE (EINVAL), unlike openat.
   const bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
   how.mode = creates ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | extra_resolve;
   const char* path = rel.empty() ? "." : rel.c_str();
   for (int attempt = 0; attempt < kOpenat2Attempts;) {
     long fd = ::syscall(SYS_openat2, base_.get(), path, &how, sizeof how);

@@ -7,6 +7,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 #include <string_view>
 
@@ -56,6 +58,9 @@ class PathResolver {
   Result<UniqueFd> open(std::string_view rel, int flags, mode_t mode = 0) const;
   // Like open() but returns the descriptor or -errno, for callers that branch on the errno.
   int openRaw(std::string_view rel, int flags, mode_t mode = 0) const;
+  // Like openRaw() without O_CREAT, but fails with -ELOOP when any component of `rel` is a
+  // symlink; -ENOSYS when only the walk is available.
+  int openWithoutSymlinksRaw(std::string_view rel, int flags) const;
 
   // Maps an errno from resolving `rel` to a Status naming its key. ENOTDIR is diagnosed to name
   // the component that is not a directory; ELOOP is split into "leaves the workspace" (magic
@@ -75,7 +80,7 @@ class PathResolver {
         key_prefix_(std::move(key_prefix)),
         walk_only_(walk_only) {}
 
-  int openat2Raw(const std::string& rel, int flags, mode_t mode) const;
+  int openat2Raw(const std::string& rel, int flags, mode_t mode, uint64_t extra_resolve = 0) const;
   int walkRaw(std::string_view rel, int flags, mode_t mode) const;
   std::string notDirMessage(std::string_view rel) const;
 
