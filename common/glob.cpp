@@ -435,10 +435,7 @@ std::vector<std::string_view> splitPath(std::string_view path) {
 }
 
 std::unique_ptr<const RE2> compileRegex(const std::string& regex) {
-  RE2::Options options;
-  options.set_encoding(RE2::Options::EncodingLatin1);
-  options.set_log_errors(false);
-  return std::make_unique<const RE2>(regex, options);
+  return std::make_unique<const RE2>(regex, GlobMatcher::regexOptions());
 }
 
 }  // namespace
@@ -509,6 +506,15 @@ bool GlobMatcher::matches(std::string_view path) const {
 const std::string& GlobMatcher::literalPrefix() const { return compiled_->prefix; }
 
 const std::string& GlobMatcher::pattern() const { return compiled_->pattern; }
+
+const std::string& GlobMatcher::regex() const { return compiled_->full->pattern(); }
+
+RE2::Options GlobMatcher::regexOptions() {
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_log_errors(false);
+  return options;
+}
 
 bool GlobMatcher::couldMatchBelow(std::string_view dir) const {
   while (dir.starts_with("./")) dir.remove_prefix(2);

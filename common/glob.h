@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <re2/re2.h>
+
 #include "common/result.h"
 
 namespace byd {
@@ -32,6 +34,10 @@ class GlobMatcher {
   // walker may prune it. Conservative: true whenever unsure.
   bool couldMatchBelow(std::string_view dir) const;
   const std::string& pattern() const;
+  // The RE2 pattern (Latin-1, anchored by FullMatch) that matches() runs, for combining several
+  // globs into one RE2::Set built with regexOptions().
+  const std::string& regex() const;
+  static RE2::Options regexOptions();
 
  private:
   struct Compiled;

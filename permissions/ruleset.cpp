@@ -2,6 +2,8 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
+
 #include "schemas/embedded.h"
 #include "schemas/validator.h"
 
@@ -12,13 +14,17 @@ constexpr std::array<std::string_view, kOperationCount> kOperationNames = {
     "read", "write", "edit", "ls", "glob", "grep", "execute", "python"};
 constexpr std::array<std::string_view, 3> kActionNames = {"allow", "deny", "ask"};
 
-Result<std::shared_ptr<const re2::RE2>> compileRegex(const std::string& pattern,
-                                                     const std::string& where) {
+RE2::Options regexOptions() {
   RE2::Options options;
   options.set_log_errors(false);
   // Python code spans lines: let `.` match newlines there and everywhere (harmless for paths).
   options.set_dot_nl(true);
-  auto re = std::make_shared<const re2::RE2>(pattern, options);
+  return options;
+}
+
+Result<std::shared_ptr<const re2::RE2>> compileRegex(const std::string& pattern,
+                                                     const std::string& where) {
+  auto re = std::make_shared<const re2::RE2>(pattern, regexOptions());
   if (!re->ok())
     return invalidArgument(where + ": invalid regex '" + pattern + "': " + re->error());
   return std::shared_ptr<const re2::RE2>(std::move(re));
@@ -111,22 +117,52 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc) {
       BYD_ASSIGN_OR_RETURN(Rule rule, compileRule(static_cast<Operation>(i), (*rules)[r], where));
       ops.rules.push_back(std::move(rule));
     }
+    ops.set = combine(ops.rules);
   }
   return out;
+}
+
+std::shared_ptr<const re2::RE2::Set> Ruleset::combine(const std::vector<Rule>& rules) {
+  if (rules.size() < 2) return nullptr;
+  const bool globs = rules.front().glob.has_value();
+  for (const Rule& rule : rules) {
+    if (rule.glob.has_value() != globs) return nullptr;
+  }
+  auto set = std::make_shared<re2::RE2::Set>(globs ? GlobMatcher::regexOptions() : regexOptions(),
+                                             RE2::ANCHOR_BOTH);
+  for (const Rule& rule : rules) {
+    const std::string& pattern = globs ? rule.glob->regex() : rule.re->pattern();
+    if (set->Add(pattern, nullptr) < 0) return nullptr;  // each compiled alone; keep them so
+  }
+  if (!set->Compile()) return nullptr;
+  return set;
+}
+
+size_t Ruleset::firstHit(const OperationRules& ops, std::string_view target) {
+  const re2::StringPiece text(target.data(), target.size());
+  if (ops.set) {
+    std::vector<int> hits;
+    re2::RE2::Set::ErrorInfo error;
+    if (ops.set->Match(text, &hits, &error)) {
+      return static_cast<size_t>(*std::min_element(hits.begin(), hits.end()));
+    }
+    if (error.kind == re2::RE2::Set::kNoError) return ops.rules.size();
+    // The automaton ran out of memory on this target: ask each rule in turn instead.
+  }
+  for (size_t i = 0; i < ops.rules.size(); ++i) {
+    const Rule& rule = ops.rules[i];
+    if (rule.glob ? rule.glob->matches(target) : RE2::FullMatch(text, *rule.re)) return i;
+  }
+  return ops.rules.size();
 }
 
 Decision Ruleset::decide(Operation op, std::string_view target) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
   const std::string name(operationName(op));
-  for (size_t i = 0; i < ops.rules.size(); ++i) {
+  if (const size_t i = firstHit(ops, target); i < ops.rules.size()) {
     const Rule& rule = ops.rules[i];
-    const bool hit = rule.glob
-                         ? rule.glob->matches(target)
-                         : RE2::FullMatch(re2::StringPiece(target.data(), target.size()), *rule.re);
-    if (hit) {
-      return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
-              rule.description};
-    }
+    return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
+            rule.description};
   }
   if (ops.fallback) return {*ops.fallback, name + " default", ""};
   return {fallback_, "global default", ""};

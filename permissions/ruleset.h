@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include <re2/set.h>
 #include <nlohmann/json.hpp>
 
 #include "common/glob.h"
@@ -68,7 +69,13 @@ class Ruleset {
   struct OperationRules {
     std::optional<Action> fallback;
     std::vector<Rule> rules;
+    // Every rule in one automaton, when they all share their RE2 options (all globs, or all
+    // regexes): one pass over the target instead of one per rule. Null otherwise.
+    std::shared_ptr<const re2::RE2::Set> set;
   };
+  static std::shared_ptr<const re2::RE2::Set> combine(const std::vector<Rule>& rules);
+  // The index of the first rule that matches `target`, or rules.size().
+  static size_t firstHit(const OperationRules& ops, std::string_view target);
   static Result<Rule> compileRule(Operation op, const nlohmann::json& rule,
                                   const std::string& where);
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "permissions/presets.h"
 
 namespace byd::permissions {
@@ -48,6 +51,55 @@ TEST(Ruleset, RegexIsFullyAnchored) {
   EXPECT_EQ(rs.decide(Operation::kRead, "logs/12.log").action, Action::kDeny);
   EXPECT_EQ(rs.decide(Operation::kRead, "old/logs/12.log").action, Action::kAllow);
   EXPECT_EQ(rs.decide(Operation::kRead, "logs/12.log.bak").action, Action::kAllow);
+}
+
+TEST(Ruleset, SeveralRegexesAreEachFullyAnchored) {
+  Ruleset rs = load({{"default", "allow"},
+                     {"read",
+                      {{"rules",
+                        {{{"regex", "logs/[0-9]+\\.log"}, {"action", "deny"}},
+                         {{"regex", "tmp/.*"}, {"action", "ask"}},
+                         {{"regex", ".*\\.bak"}, {"action", "deny"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kRead, "logs/12.log").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kRead, "old/logs/12.log").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, "a/tmp/x").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, "tmp/x.bak").action, Action::kAsk);
+  EXPECT_EQ(rs.decide(Operation::kRead, "tmp/x.bak").source, "read rule 2 (tmp/.*)");
+  EXPECT_EQ(rs.decide(Operation::kRead, "x.bak").source, "read rule 3 (.*\\.bak)");
+}
+
+// Many globs are matched in one pass; the answer must be the first rule whose glob, alone,
+// matches the path, with globs alone or mixed with a regex (which are matched one by one).
+TEST(Ruleset, ManyRulesDecideAsTheFirstMatchingRuleAlone) {
+  const std::vector<std::string> patterns = {
+      "**/.env",  "**/*.pem", "src/**",      "src/*.txt", "*.md",    "**/.ssh/**", "docs/{a,b}/*",
+      "**/test?", "[a-c]*/x", "**/*secret*", "deep/**/z", "**/.git", "b/**",       "**"};
+  const std::vector<std::string> paths = {
+      ".env",        "a/.env",  "a/b.pem",   "src/x.txt", "src/a/b.txt", "README.md",
+      "a/README.md", ".ssh/k",  "h/.ssh/id", "docs/a/q",  "docs/c/q",    "test1",
+      "x/testab",    "apple/x", "d/x",       "my_secret", "deep/z",      "deep/1/2/z",
+      "r/.git",      "b/q",     "zzz",       "",          "caf\xC3\xA9", "\xFF/x"};
+  for (const bool mixed : {false, true}) {
+    json rules = json::array();
+    std::vector<GlobMatcher> globs;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      rules.push_back({{"pattern", patterns[i]}, {"action", i % 2 ? "allow" : "deny"}});
+      globs.push_back(GlobMatcher::compile(patterns[i]).value());
+    }
+    if (mixed) rules.push_back({{"regex", "never"}, {"action", "ask"}});
+    Ruleset rs = load({{"default", "ask"}, {"read", {{"rules", rules}}}});
+    for (const std::string& path : paths) {
+      size_t first = 0;
+      while (first < globs.size() && !globs[first].matches(path)) ++first;
+      const Decision d = rs.decide(Operation::kRead, path);
+      if (first == globs.size()) {
+        EXPECT_EQ(d.source, "read default") << path;
+      } else {
+        EXPECT_EQ(d.source, "read rule " + std::to_string(first + 1) + " (" + patterns[first] + ")")
+            << path << (mixed ? " (mixed)" : "");
+      }
+    }
+  }
 }
 
 TEST(Ruleset, PythonRegexRules) {
