@@ -4,10 +4,9 @@
 #include <ctime>
 
 namespace byd {
-namespace {
+namespace {}  // namespace
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
-size_t sequenceLength(std::string_view s, size_t i) {
+size_t utf8SequenceLength(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(i);
   if (c < 0x80) return 1;
@@ -34,6 +33,8 @@ size_t sequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
+namespace {
+
 constexpr std::string_view kAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -47,7 +48,7 @@ size_t validUtf8Prefix(std::string_view s) {
       ++i;
       continue;
     }
-    const size_t len = sequenceLength(s, i);
+    const size_t len = utf8SequenceLength(s, i);
     if (len == 0) return i;
     i += len;
   }
@@ -73,6 +74,13 @@ std::string repairUtf8(std::string_view s, bool* replaced) {
   }
   if (replaced) *replaced = any;
   return out;
+}
+
+bool repairUtf8InPlace(std::string& s) {
+  if (isValidUtf8(s)) return false;
+  bool replaced = false;
+  s = repairUtf8(s, &replaced);
+  return replaced;
 }
 
 std::string_view utf8Truncate(std::string_view s, size_t max_bytes) {

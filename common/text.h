@@ -10,11 +10,15 @@
 
 namespace byd {
 
+// Length of the valid UTF-8 sequence that starts at s[i] (1 for ASCII), or 0 if none does.
+size_t utf8SequenceLength(std::string_view s, size_t i);
 // Length of the longest prefix of `s` that is valid UTF-8 (== s.size() when all of it is).
 size_t validUtf8Prefix(std::string_view s);
 bool isValidUtf8(std::string_view s);
 // Copies `s`, replacing each invalid byte sequence with U+FFFD. Sets *replaced when it did.
 std::string repairUtf8(std::string_view s, bool* replaced = nullptr);
+// The same in place, without a copy when `s` is valid already. True when it replaced any.
+bool repairUtf8InPlace(std::string& s);
 // Cuts `s` to at most `max_bytes` without splitting a UTF-8 sequence.
 std::string_view utf8Truncate(std::string_view s, size_t max_bytes);
 

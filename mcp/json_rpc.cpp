@@ -118,11 +118,13 @@ json errorFromStatus(const json& id, const Status& status) {
 
 namespace {
 
-// The escape each byte needs inside a JSON string: 0 for none, 'u' for \u00XX, else the
-// letter after the backslash. Bytes from 0x80 up pass as they are (the string is valid UTF-8).
+// What each byte needs inside a JSON string: 0 for nothing, 'u' for \u00XX, 'h' for a check
+// that it starts a valid UTF-8 sequence (bytes from 0x80 up), else the letter after the
+// backslash.
 constexpr std::array<char, 256> kEscape = [] {
   std::array<char, 256> t{};
   for (int c = 0; c < 0x20; ++c) t[c] = 'u';
+  for (int c = 0x80; c < 0x100; ++c) t[c] = 'h';
   t['\b'] = 'b';
   t['\t'] = 't';
   t['\n'] = 'n';
@@ -134,16 +136,23 @@ constexpr std::array<char, 256> kEscape = [] {
 }();
 
 void writeString(std::string_view s, std::string& out) {
-  if (!isValidUtf8(s)) {
-    // Rare (tools repair their text): nlohmann's own replacement, for the same bytes.
-    out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-    return;
-  }
+  const size_t start = out.size();
   out += '"';
   size_t run = 0;  // start of the bytes not yet copied
   for (size_t i = 0; i < s.size(); ++i) {
     const char e = kEscape[static_cast<unsigned char>(s[i])];
     if (e == 0) continue;
+    if (e == 'h') {
+      const size_t len = utf8SequenceLength(s, i);
+      if (len == 0) {
+        // Rare (tools repair their text): nlohmann's own replacement, for the same bytes.
+        out.resize(start);
+        out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+        return;
+      }
+      i += len - 1;
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     if (e == 'u') {

@@ -1,6 +1,7 @@
 // read_file: numbered lines of a text file (like `cat -n`), images as MCP image content.
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "common/text.h"
@@ -49,8 +50,8 @@ class LineWindow {
   int64_t lastShown() const { return first_ + static_cast<int64_t>(shown_) - 1; }
   size_t shown() const { return shown_; }
   bool outputFull() const { return full_; }
-  const std::string& numbered() const { return numbered_; }
-  const std::string& raw() const { return raw_; }
+  std::string& numbered() { return numbered_; }
+  std::string& raw() { return raw_; }
   size_t cutLines() const { return cut_lines_; }
 
  private:
@@ -74,23 +75,25 @@ class LineWindow {
       text.remove_suffix(1);
       --bytes;
     }
-    std::string line(utf8Truncate(text, kMaxLineBytes));
-    const bool cut = bytes > kMaxLineBytes;
-    char number[32];
-    snprintf(number, sizeof number, "%6lld\t", static_cast<long long>(line_));
-    std::string entry = number + line;
-    if (cut) {
-      entry += " [... line cut at " + std::to_string(line.size()) + " of " + std::to_string(bytes) +
-               " bytes]";
-      ++cut_lines_;
+    const std::string_view line = utf8Truncate(text, kMaxLineBytes);
+    // "%6d\t" as cat -n writes it, then the line, a note if it was cut, and its newline.
+    char number[24];
+    const size_t digits = std::to_chars(number, number + sizeof number, line_).ptr - number;
+    const size_t pad = digits < 6 ? 6 - digits : 0;
+    std::string note;
+    if (bytes > kMaxLineBytes) {
+      note = " [... line cut at " + std::to_string(line.size()) + " of " + std::to_string(bytes) +
+             " bytes]";
     }
-    entry += '\n';
-    if (numbered_.size() + entry.size() > max_text_ && shown_ > 0) {
+    const size_t entry = pad + digits + 1 + line.size() + note.size() + 1;
+    if (numbered_.size() + entry > max_text_ && shown_ > 0) {
       full_ = true;
       return;
     }
-    numbered_ += entry;
-    raw_.append(line).append("\n");
+    if (!note.empty()) ++cut_lines_;
+    numbered_.append(pad, ' ').append(number, digits).append(1, '\t').append(line);
+    numbered_.append(note).append(1, '\n');
+    raw_.append(line).append(1, '\n');
     ++shown_;
   }
 
@@ -196,14 +199,15 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
     return outOfRange("offset " + std::to_string(offset) + " is past the end of '" + path +
                       "', which has " + std::to_string(window.totalLines()) + " lines");
   }
-  bool repaired = false;
   ToolOutput out;
-  out.text = repairUtf8(window.numbered(), &repaired);
+  const bool repaired = repairUtf8InPlace(window.numbered());
+  repairUtf8InPlace(window.raw());
+  out.text = std::move(window.numbered());
   out.text += footer(window, offset, repaired);
   const bool more = window.lastShown() < window.totalLines();
   out.structured = {{"path", key},
                     {"kind", "text"},
-                    {"content", repairUtf8(window.raw())},
+                    {"content", std::move(window.raw())},
                     {"start_line", offset},
                     {"num_lines", window.shown()},
                     {"total_lines", window.totalLines()},
