@@ -3,6 +3,10 @@
 #include <array>
 #include <charconv>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/text.h"
 
 namespace byd::mcp {
@@ -135,13 +139,30 @@ constexpr std::array<char, 256> kEscape = [] {
   return t;
 }();
 
+// The index of the first byte at or after `i` that kEscape marks, or s.size().
+size_t nextMarked(std::string_view s, size_t i) {
+#if defined(__SSE2__)
+  // Sixteen bytes at a time: a signed compare with 0x20 catches controls and bytes from 0x80.
+  const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'),
+                backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= s.size(); i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    const __m128i marked =
+        _mm_or_si128(_mm_cmplt_epi8(v, space),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    if (const int mask = _mm_movemask_epi8(marked); mask != 0) return i + __builtin_ctz(mask);
+  }
+#endif
+  while (i < s.size() && kEscape[static_cast<unsigned char>(s[i])] == 0) ++i;
+  return i;
+}
+
 void writeString(std::string_view s, std::string& out) {
   const size_t start = out.size();
   out += '"';
   size_t run = 0;  // start of the bytes not yet copied
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t i = nextMarked(s, 0); i < s.size(); i = nextMarked(s, i + 1)) {
     const char e = kEscape[static_cast<unsigned char>(s[i])];
-    if (e == 0) continue;
     if (e == 'h') {
       const size_t len = utf8SequenceLength(s, i);
       if (len == 0) {
