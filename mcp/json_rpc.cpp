@@ -39,7 +39,9 @@ Result<json> parseJson(std::string_view text, int max_depth) {
   return value;
 }
 
-Message classify(const json& v) {
+Message classify(const json& v) { return classify(json(v)); }
+
+Message classify(json&& v) {
   Message m;
   if (!v.is_object()) {
     m.problem = "a JSON-RPC message must be an object";
@@ -79,25 +81,40 @@ Message classify(const json& v) {
       m.problem = "\"params\" must be an object or an array";
       return m;
     }
-    m.params = *params;
+    m.params = std::move(*params);
   }
   m.kind = id == v.end() ? Kind::kNotification : Kind::kRequest;
   return m;
 }
 
-json makeResult(const json& id, json result) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+namespace {
+
+// {"id": id, "jsonrpc": "2.0"} and one more member, built without the temporary arrays that
+// nlohmann makes of a braced list of pairs.
+json envelope(std::string_view key, json value, const json* id) {
+  json m = json::object();
+  auto& members = m.get_ref<json::object_t&>();
+  if (id) members.emplace("id", *id);
+  members.emplace("jsonrpc", "2.0");
+  members.emplace(key, std::move(value));
+  return m;
 }
 
+}  // namespace
+
+json makeResult(const json& id, json result) { return envelope("result", std::move(result), &id); }
+
 json makeError(const json& id, int code, std::string_view message, const json& data) {
-  json error = {{"code", code}, {"message", message}};
-  if (!data.is_null()) error["data"] = data;
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
+  json error = json::object();
+  error.emplace("code", code);
+  error.emplace("message", message);
+  if (!data.is_null()) error.emplace("data", data);
+  return envelope("error", std::move(error), &id);
 }
 
 json makeNotification(std::string_view method, json params) {
-  json n = {{"jsonrpc", "2.0"}, {"method", method}};
-  if (!params.is_null()) n["params"] = std::move(params);
+  json n = envelope("method", method, nullptr);
+  if (!params.is_null()) n.emplace("params", std::move(params));
   return n;
 }
 

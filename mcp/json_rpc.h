@@ -38,7 +38,9 @@ struct Message {
 Result<json> parseJson(std::string_view text, int max_depth = 256);
 
 // Classifies a parsed JSON value as a JSON-RPC request, notification, response or invalid.
+// The rvalue form moves "params" out of requests and notifications; a response is left whole.
 Message classify(const json& value);
+Message classify(json&& value);
 
 json makeResult(const json& id, json result);
 json makeError(const json& id, int code, std::string_view message, const json& data = nullptr);

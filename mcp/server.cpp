@@ -316,7 +316,7 @@ void Server::handleFrame(std::string_view frame) {
   }
   auto batch = std::make_shared<Batch>();
   batch->pending = value->size();
-  for (const json& element : *value) dispatch(element, batch);
+  for (json& element : *value) dispatch(element, batch);
 }
 
 void Server::onOversizedFrame(size_t bytes) {
@@ -326,8 +326,8 @@ void Server::onOversizedFrame(size_t bytes) {
       "message of " + std::to_string(bytes) + " bytes exceeds the size limit and was discarded"));
 }
 
-void Server::dispatch(const json& value, const Sink& sink) {
-  Message m = classify(value);
+void Server::dispatch(json& value, const Sink& sink) {
+  Message m = classify(std::move(value));
   switch (m.kind) {
     case Kind::kRequest: {
       const json id = m.id;
@@ -580,8 +580,10 @@ Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
   const auto start = std::chrono::steady_clock::now();
   Result<json> result = runToolCall(p, caller);
   const bool is_error = !result.ok() || !result->is_object() || result->value("isError", false);
-  logToClient(is_error ? 2 : 0,
-              {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}}, caller);
+  if (const int level = is_error ? 2 : 0; wantsLog(level, caller)) {
+    logToClient(level, {{"tool", p.name}, {"duration_ms", msSince(start)}, {"isError", is_error}},
+                caller);
+  }
   return result;
 }
 
@@ -776,14 +778,16 @@ Result<json> Server::onSetLevel(const SetLevelParams& p, const Caller&) {
   return json::object();
 }
 
-void Server::logToClient(int level, const json& data, const Caller& caller,
-                         const std::string& logger) {
+bool Server::wantsLog(int level, const Caller& caller) const {
   // A session's level is set by logging/setLevel; a stateless request names its own, and gets
   // no log messages without one.
-  if (caller.stateless ? !caller.log_level || level < *caller.log_level
-                       : level < client_log_level_.load() || caller.version.empty()) {
-    return;
-  }
+  return caller.stateless ? caller.log_level && level >= *caller.log_level
+                          : level >= client_log_level_.load() && !caller.version.empty();
+}
+
+void Server::logToClient(int level, const json& data, const Caller& caller,
+                         const std::string& logger) {
+  if (!wantsLog(level, caller)) return;
   transport_.send(makeNotification("notifications/message",
                                    {{"level", kLogLevels[level]},
                                     {"logger", logger.empty() ? options_.name : logger},

@@ -115,7 +115,8 @@ class Server : public MessageHandler {
             bool pooled = false);
 
   void handleFrame(std::string_view frame);
-  void dispatch(const json& value, const Sink& sink);
+  // Takes the params out of `value` (a request or notification); a response is left whole.
+  void dispatch(json& value, const Sink& sink);
   void handleRequest(Message m, const Sink& sink);
   void handleStateless(Message m, const Sink& sink);
   void handleNotification(const Message& m);
@@ -161,6 +162,8 @@ class Server : public MessageHandler {
   std::function<void(double, std::optional<double>, std::string)> progressReporter(
       const json& progress_token);
 
+  // Whether a log message at `level` would reach this caller.
+  bool wantsLog(int level, const Caller& caller) const;
   void logToClient(int level, const json& data, const Caller& caller,
                    const std::string& logger = "");
   std::string protocolVersion() const;

@@ -21,6 +21,11 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
     return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
                             ": it leads to " + displayTarget(real) + ", which the rules deny");
   }
+  if (op_ == Operation::kRead) {
+    // The read rules passed `key` and what it leads to: checkRead() would ask them again.
+    std::lock_guard lock(real_mu_);
+    read_vetted_ = key;
+  }
   return key;
 }
 
@@ -38,6 +43,10 @@ Result<std::string> GuardedBackend::cachedRealKey(const std::string& key) const 
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
+  {
+    std::lock_guard lock(real_mu_);
+    if (read_vetted_ && *read_vetted_ == key) return okStatus();
+  }
   if (guard_.hidesFromListings(key)) {
     // Say why in the words of the read rule that denies it.
     return guard_.check(Operation::kRead, key, nullptr);

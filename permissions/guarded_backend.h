@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "backends/backend.h"
@@ -56,6 +57,8 @@ class GuardedBackend : public Backend {
   mutable std::mutex real_mu_;
   mutable std::string last_key_, last_real_;
   mutable bool has_last_ = false;
+  // The target that normalize() passed under the read rules, when the operation is read.
+  mutable std::optional<std::string> read_vetted_;
 };
 
 }  // namespace byd::permissions

@@ -205,15 +205,16 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
   out.text = std::move(window.numbered());
   out.text += footer(window, offset, repaired);
   const bool more = window.lastShown() < window.totalLines();
-  out.structured = {{"path", key},
-                    {"kind", "text"},
-                    {"content", std::move(window.raw())},
-                    {"start_line", offset},
-                    {"num_lines", window.shown()},
-                    {"total_lines", window.totalLines()},
-                    {"size", pos},
-                    {"next_offset", more ? json(window.lastShown() + 1) : json(nullptr)},
-                    {"invalid_utf8", repaired}};
+  json& s = out.structured;  // member by member, so the content is moved, not copied
+  s.emplace("path", key);
+  s.emplace("kind", "text");
+  s.emplace("content", std::move(window.raw()));
+  s.emplace("start_line", offset);
+  s.emplace("num_lines", window.shown());
+  s.emplace("total_lines", window.totalLines());
+  s.emplace("size", pos);
+  s.emplace("next_offset", more ? json(window.lastShown() + 1) : json(nullptr));
+  s.emplace("invalid_utf8", repaired);
   return out;
 }
 

@@ -82,11 +82,17 @@ nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolC
     text = std::string(utf8Truncate(text, ctx.limits.max_text_bytes));
     text += truncationNote(text.size(), total);
   }
+  // Built member by member: a braced list would copy the text and make temporary arrays.
+  nlohmann::json block = nlohmann::json::object();
+  block.emplace("type", "text");
+  block.emplace("text", std::move(text));
   nlohmann::json content = nlohmann::json::array();
-  content.push_back({{"type", "text"}, {"text", std::move(text)}});
-  for (auto& block : out->extra_content) content.push_back(std::move(block));
-  nlohmann::json result = {{"content", std::move(content)}, {"isError", out->is_error}};
-  if (structured) result["structuredContent"] = std::move(out->structured);
+  content.push_back(std::move(block));
+  for (auto& extra : out->extra_content) content.push_back(std::move(extra));
+  nlohmann::json result = nlohmann::json::object();
+  result.emplace("content", std::move(content));
+  result.emplace("isError", out->is_error);
+  if (structured) result.emplace("structuredContent", std::move(out->structured));
   return result;
 }
 
