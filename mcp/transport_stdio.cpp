@@ -86,6 +86,7 @@ Status StdioTransport::run(MessageHandler& handler) {
 
 void StdioTransport::send(const nlohmann::json& message) {
   std::string batch;
+  batch.reserve(4096);  // most messages fit: one allocation rather than one per doubling
   serializeTo(message, batch);
   batch += '\n';
   std::unique_lock lock(write_mu_);

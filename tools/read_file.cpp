@@ -31,6 +31,12 @@ class LineWindow {
       : first_(first), last_(first + limit - 1), max_text_(max_text) {}
 
   void feed(std::string_view chunk) {
+    if (!reserved_) {
+      reserved_ = true;
+      // Room for the first chunk with its line numbers, so the text is not grown step by step.
+      numbered_.reserve(std::min(max_text_, chunk.size() + chunk.size() / 8 + 64));
+      raw_.reserve(std::min(max_text_, chunk.size() + 1));
+    }
     size_t i = 0;
     while (i < chunk.size()) {
       const char* nl = static_cast<const char*>(memchr(chunk.data() + i, '\n', chunk.size() - i));
@@ -104,6 +110,7 @@ class LineWindow {
   size_t line_bytes_ = 0;
   bool pending_ = false;
   bool full_ = false;
+  bool reserved_ = false;
   size_t shown_ = 0;
   size_t cut_lines_ = 0;
   std::string numbered_, raw_;
