@@ -207,8 +207,10 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
                       "', which has " + std::to_string(window.totalLines()) + " lines");
   }
   ToolOutput out;
-  const bool repaired = repairUtf8InPlace(window.numbered());
-  repairUtf8InPlace(window.raw());
+  // The numbered text holds the same lines (cut on character boundaries) and ASCII: when the
+  // raw lines are valid UTF-8, so is it.
+  const bool repaired = repairUtf8InPlace(window.raw());
+  if (repaired) repairUtf8InPlace(window.numbered());
   out.text = std::move(window.numbered());
   out.text += footer(window, offset, repaired);
   const bool more = window.lastShown() < window.totalLines();
