@@ -18,7 +18,10 @@
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "load_report.h"
 
 extern char** environ;
 
@@ -131,11 +134,6 @@ int main(int argc, char** argv) {
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   close(out);
   waitpid(pid, nullptr, 0);
-  std::sort(latencies.begin(), latencies.end());
-  auto pct = [&](double p) {
-    return latencies[std::min(latencies.size() - 1, static_cast<size_t>(p * latencies.size()))];
-  };
-  printf("{\"calls_per_s\": %.1f, \"p50_s\": %.6f, \"p99_s\": %.6f}\n", total / took, pct(0.50),
-         pct(0.99));
+  printLoadReport(std::move(latencies), total, took);
   return 0;
 }

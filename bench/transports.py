@@ -11,8 +11,9 @@ latency: the official @modelcontextprotocol/server-filesystem over stdio (its re
 and backyard-mcp over stdio (read_file; requests pipelined, N in flight), both driven by a native
 client (bench/stdio_load.cpp, built here with g++) so that the client does not cap the rate,
 backyard-mcp over stdio driven by this script too, and backyard-mcp over Streamable HTTP (N
-clients, each its own session on a keep-alive connection, Python). Then the memory of idle HTTP
-sessions: RSS of the server, and of the server with every process below it, per session.
+clients, each its own session on a keep-alive connection, driven by bench/http_load.cpp). Then
+the memory of idle HTTP sessions: RSS of the server, and of the server with every process
+below it, per session.
 """
 
 import argparse
@@ -23,7 +24,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,26 +71,31 @@ def tree(pid):
     return out
 
 
-LOAD_SOURCE = os.path.join(HERE, "stdio_load.cpp")
-LOAD_BINARY = os.path.join(os.path.dirname(HERE), "build", "bench-stdio-load")
+BUILD = os.path.join(os.path.dirname(HERE), "build")
 
 
-def native_client():
-    """Builds bench/stdio_load.cpp (a native stdio client) when it is missing or older."""
-    if (not os.path.exists(LOAD_BINARY) or
-            os.path.getmtime(LOAD_BINARY) < os.path.getmtime(LOAD_SOURCE)):
-        subprocess.run(["g++", "-O2", "-std=c++20", "-Wall", "-Wextra", "-Werror", LOAD_SOURCE,
-                        "-o", LOAD_BINARY], check=True)
-    return LOAD_BINARY
+def native(name):
+    """Builds bench/NAME.cpp (a native load client) into build/bench-NAME when it is missing
+    or older than its source, and returns its path."""
+    source = os.path.join(HERE, name.replace("-", "_") + ".cpp")
+    binary = os.path.join(BUILD, "bench-" + name)
+    newest = max(os.path.getmtime(source), os.path.getmtime(os.path.join(HERE, "load_report.h")))
+    if not os.path.exists(binary) or os.path.getmtime(binary) < newest:
+        subprocess.run(["g++", "-O2", "-std=c++20", "-Wall", "-Wextra", "-Werror", source,
+                        "-o", binary], check=True)
+    return binary
+
+
+def native_rate(argv):
+    """(calls/s, p50 s, p99 s) printed by a native load client run as `argv`."""
+    r = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    return r["calls_per_s"], r["p50_s"], r["p99_s"]
 
 
 def stdio_rate_native(argv, tool, path, in_flight, total):
     """(calls/s, p50 s, p99 s) as stdio_rate, measured by the native client, so that the
     client's own cost does not cap the rate."""
-    out = subprocess.run([native_client(), tool, path, str(in_flight), str(total), "--", *argv],
-                         capture_output=True, text=True, check=True).stdout
-    r = json.loads(out)
-    return r["calls_per_s"], r["p50_s"], r["p99_s"]
+    return native_rate([native("stdio-load"), tool, path, str(in_flight), str(total), "--", *argv])
 
 
 def stdio_rate(argv, tool, path, in_flight, total):
@@ -179,37 +184,10 @@ class HttpServer:
 
 
 def http_rate(server, path, clients, total):
-    per_client = max(1, total // clients)
-    latencies, lock = [], threading.Lock()
-    sessions = [server.session() for _ in range(clients)]
-    barrier = threading.Barrier(clients + 1)
-
-    def client(conn, headers):
-        mine = []
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                           "params": {"name": "read_file", "arguments": {"path": path}}})
-        barrier.wait()
-        for _ in range(per_client):
-            t0 = time.perf_counter()
-            conn.request("POST", "/mcp", body=body.encode(), headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            mine.append(time.perf_counter() - t0)
-            assert resp.status == 200 and b'"isError":false' in data, data[:200]
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=client, args=s) for s in sessions]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join()
-    took = time.perf_counter() - start
-    for conn, _ in sessions:
-        conn.close()
-    return per_client * clients / took, percentile(latencies, 50), percentile(latencies, 99)
+    """(calls/s, p50 s, p99 s) for `clients` sessions, each on a keep-alive connection of its
+    own sending one request after another, measured by the native HTTP client."""
+    return native_rate([native("http-load"), str(server.port), "read_file", path, str(clients),
+                        str(total)])
 
 
 def main():
@@ -238,7 +216,7 @@ def main():
                                   "permissive"], "read_file", path, in_flight, total)
             server = HttpServer(binary, root)
             try:
-                web = http_rate(server, path, in_flight, total)
+                web = http_rate(server, path, in_flight, total * 2)
             finally:
                 server.stop()
             rows.append((in_flight, ref, ours, ours_py, web))
