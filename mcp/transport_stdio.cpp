@@ -110,6 +110,8 @@ void StdioTransport::send(const nlohmann::json& message) {
     drained_.notify_all();
   }
   writing_ = false;
+  // The queue's buffer is the last batch's; after a large one, let the memory go.
+  if (queued_.capacity() > kMaxQueuedBytes / 4) std::string().swap(queued_);
   drained_.notify_all();
 }
 

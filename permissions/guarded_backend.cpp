@@ -31,8 +31,13 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
 
 Result<std::string> GuardedBackend::cachedRealKey(const std::string& key) const {
   {
+    // Used once: the look right after normalize() shares its lookup, any later one looks again
+    // (a long read opens the file once per chunk, and the file may be swapped meanwhile).
     std::lock_guard lock(real_mu_);
-    if (has_last_ && last_key_ == key) return last_real_;
+    if (has_last_ && last_key_ == key) {
+      has_last_ = false;
+      return last_real_;
+    }
   }
   BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
   std::lock_guard lock(real_mu_);
@@ -44,8 +49,13 @@ Result<std::string> GuardedBackend::cachedRealKey(const std::string& key) const 
 
 Status GuardedBackend::checkRead(const std::string& key) const {
   {
+    // Once, like the cached real key: the first read after normalize().
     std::lock_guard lock(real_mu_);
-    if (read_vetted_ && *read_vetted_ == key) return okStatus();
+    if (read_vetted_ && *read_vetted_ == key) {
+      read_vetted_.reset();
+      has_last_ = false;
+      return okStatus();
+    }
   }
   if (guard_.hidesFromListings(key)) {
     // Say why in the words of the read rule that denies it.

@@ -45,8 +45,9 @@ class GuardedBackend : public Backend {
 
  private:
   Status checkRead(const std::string& key) const;
-  // inner_.realKey(key), remembered for the last key asked: a tool checks its target in
-  // normalize() and again when it reads it, and the second look would cost the same opens.
+  // inner_.realKey(key), remembered for the next look at the same key only: a tool checks its
+  // target in normalize() and again when it first reads it, and the second look would cost the
+  // same opens. Later looks ask the backend again.
   Result<std::string> cachedRealKey(const std::string& key) const;
 
   Backend& inner_;
@@ -57,7 +58,8 @@ class GuardedBackend : public Backend {
   mutable std::mutex real_mu_;
   mutable std::string last_key_, last_real_;
   mutable bool has_last_ = false;
-  // The target that normalize() passed under the read rules, when the operation is read.
+  // The target that normalize() passed under the read rules, when the operation is read; its
+  // first checkRead() is then skipped, and only that one.
   mutable std::optional<std::string> read_vetted_;
 };
 

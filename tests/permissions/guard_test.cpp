@@ -174,5 +174,42 @@ TEST(GuardedBackend, SymlinkToASecretIsDenied) {
   EXPECT_FALSE(writer.normalize("notes.txt").ok());
 }
 
+// A backend whose "notes.txt" becomes a symlink to ".env" when told, as another process could
+// make it in the middle of a tool call.
+class SwappingBackend : public StateBackend {
+ public:
+  Result<std::string> realKey(const std::string& key) const override {
+    ++looks;
+    return key == "notes.txt" && swapped ? std::string(".env") : key;
+  }
+  bool swapped = false;
+  mutable int looks = 0;
+};
+
+TEST(GuardedBackend, OnlyTheFirstReadAfterNormalizeSharesItsLookAtTheRealPath) {
+  SwappingBackend state;
+  ASSERT_TRUE(state.write("notes.txt", "plain", WriteMode::kOverwrite).ok());
+  Guard g = guardFor(*presetJson("permissive"));
+  GuardedBackend reader(state, g, Operation::kRead, nullptr);
+  ASSERT_TRUE(reader.normalize("notes.txt").ok());
+  EXPECT_EQ(state.looks, 1);
+  ASSERT_TRUE(reader.read("notes.txt", 0, 100).ok());
+  EXPECT_EQ(state.looks, 1) << "the first read asked again what normalize() had just asked";
+  // Swapped between two reads of one call (a file read in chunks): the next read looks again.
+  state.swapped = true;
+  EXPECT_EQ(reader.read("notes.txt", 0, 100).status().message(),
+            "read denied for 'notes.txt': it leads to '.env', which the rules deny");
+
+  SwappingBackend other;
+  ASSERT_TRUE(other.write("notes.txt", "plain", WriteMode::kOverwrite).ok());
+  GuardedBackend editor(other, g, Operation::kEdit, nullptr);
+  ASSERT_TRUE(editor.normalize("notes.txt").ok());
+  ASSERT_TRUE(editor.read("notes.txt", 0, 100).ok());
+  EXPECT_EQ(other.looks, 1);
+  other.swapped = true;
+  EXPECT_FALSE(editor.read("notes.txt", 0, 100).ok());
+  EXPECT_EQ(other.looks, 2);
+}
+
 }  // namespace
 }  // namespace byd::permissions

@@ -139,6 +139,20 @@ TEST_P(ReadFileTest, OutputIsCappedAtTheTextLimit) {
   EXPECT_NE(text(r).find("continue with offset=" + std::to_string(next)), std::string::npos);
 }
 
+TEST_P(ReadFileTest, OnlyLinesShownCountAsCut) {
+  // Two lines fill most of the room; the third, over-long, is left for the next page, so no
+  // line shown was cut and the footer must not say one was.
+  limits_.max_text_bytes = 4096;
+  seed("a.txt", std::string(1500, 'a') + "\n" + std::string(1500, 'b') + "\n" +
+                    std::string(5000, 'c') + "\n");
+  json r = call("read_file", {{"path", "a.txt"}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(r["structuredContent"]["next_offset"], 3);
+  EXPECT_EQ(text(r).find("were cut"), std::string::npos) << text(r);
+  r = call("read_file", {{"path", "a.txt"}, {"offset", 3}});
+  EXPECT_NE(text(r).find("[1 line(s) longer than 2000 bytes were cut]"), std::string::npos);
+}
+
 TEST_P(ReadFileTest, AbsolutePathInsideTheWorkspace) {
   seed("in.txt", "x\n");
   json r = call("read_file", {{"path", backend_->root() + "/in.txt"}});
