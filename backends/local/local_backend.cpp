@@ -326,6 +326,10 @@ Result<std::string> LocalBackend::normalize(std::string_view user_path) const {
 }
 
 Result<std::string> LocalBackend::realKey(const std::string& key) const {
+  return realKeyWithin(key, kMaxSymlinkHops);
+}
+
+Result<std::string> LocalBackend::realKeyWithin(const std::string& key, int hops) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   // The common case first: no symlink on the way, so the file is the one the key names.
   const int direct = loc.resolver->openWithoutSymlinksRaw(loc.rel, O_PATH);
@@ -333,18 +337,44 @@ Result<std::string> LocalBackend::realKey(const std::string& key) const {
     ::close(direct);
     return loc.key;
   }
-  if (direct == -ENOENT) return key;
+  if (direct == -ENOENT) return loc.key;  // missing, and no symlink before what is missing
   auto fd = loc.resolver->open(loc.rel, O_PATH);
-  if (!fd.ok())
-    return fd.status().code() == Code::kNotFound ? Result<std::string>(key) : fd.status();
+  if (!fd.ok()) {
+    if (fd.status().code() != Code::kNotFound) return fd.status();
+    return missingRealKey(loc, hops);
+  }
   // The kernel's name for the opened file: our own descriptor's link in /proc, read, never
   // followed. It lies beneath the resolver's directory, since the open was beneath it.
   std::string real;
   const std::string link = "/proc/self/fd/" + std::to_string(fd->get());
-  if (readLinkAt(AT_FDCWD, link.c_str(), &real) != 0) return key;
+  if (readLinkAt(AT_FDCWD, link.c_str(), &real) != 0) return loc.key;
   std::string rest;
   if (stripDirPrefix(real, loc.resolver->dir(), &rest)) return loc.resolver->keyOf(rest);
-  return key;
+  return loc.key;
+}
+
+Result<std::string> LocalBackend::missingRealKey(const Location& loc, int hops) const {
+  // What does not exist yet is where a write would create it: in its parent's real directory,
+  // or, when its name there is a dangling symlink, where that link points (as write() follows
+  // it). So "keys/new" with keys -> .ssh is ".ssh/new", and judged as such.
+  const size_t slash = loc.rel.rfind('/');
+  if (slash == std::string::npos && loc.rel.empty()) return loc.key;
+  const std::string name = slash == std::string::npos ? loc.rel : loc.rel.substr(slash + 1);
+  std::string parent =
+      loc.resolver->keyOf(slash == std::string::npos ? "" : loc.rel.substr(0, slash));
+  if (slash != std::string::npos) {
+    BYD_ASSIGN_OR_RETURN(parent, realKeyWithin(parent, hops));
+  }
+  BYD_ASSIGN_OR_RETURN(Location dir, locate(parent));
+  const int dirfd = dir.resolver->openRaw(dir.rel, O_PATH | O_DIRECTORY);
+  if (dirfd < 0) return joinKey(parent, name);  // the parent is missing too
+  const UniqueFd owned(dirfd);
+  std::string target;
+  if (readLinkAt(dirfd, name.c_str(), &target) != 0) return joinKey(parent, name);
+  // A dangling symlink. An absolute one is refused by write(); reading it finds nothing.
+  if (target.empty() || target.front() == '/') return joinKey(parent, name);
+  if (hops <= 0) return errnoStatus(ELOOP, loc.key);
+  return realKeyWithin(parent.empty() ? target : parent + "/" + target, hops - 1);
 }
 
 Result<FileInfo> LocalBackend::stat(const std::string& key) const {

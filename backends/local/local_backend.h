@@ -64,6 +64,11 @@ class LocalBackend : public Backend {
       : root_(std::move(root)), allowed_(std::move(allowed)) {}
 
   Result<Location> locate(std::string_view path) const;
+  // realKey() with at most `hops` more symlinks followed by hand (dangling ones, see below).
+  Result<std::string> realKeyWithin(const std::string& key, int hops) const;
+  // The real key of a path that does not exist: its parent's real key and its name, or where
+  // a dangling symlink of that name points.
+  Result<std::string> missingRealKey(const Location& loc, int hops) const;
   Result<UniqueFd> openRegular(const Location& loc, struct stat* st) const;
 
   PathResolver root_;

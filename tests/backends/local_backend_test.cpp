@@ -608,6 +608,25 @@ TEST_P(LocalBackendTest, RealKeyFollowsLinksInside) {
   EXPECT_EQ(backend_->realKey("").value(), "");
 }
 
+// What does not exist yet is judged where a write would create it.
+TEST_P(LocalBackendTest, RealKeyOfAMissingFileIsWhereAWriteWouldPutIt) {
+  fs::create_directories(ws_ / ".ssh");
+  fs::create_symlink(".ssh", ws_ / "keys");
+  fs::create_symlink(".ssh/authorized_keys", ws_ / "dangling");
+  fs::create_symlink("../.ssh/config", ws_ / "keys" / "up");
+  fs::create_symlink("loop2", ws_ / "loop1");
+  fs::create_symlink("loop1", ws_ / "loop2");
+  EXPECT_EQ(backend_->realKey("keys/authorized_keys").value(), ".ssh/authorized_keys");
+  EXPECT_EQ(backend_->realKey("keys/new/deeper.txt").value(), ".ssh/new/deeper.txt");
+  EXPECT_EQ(backend_->realKey("dangling").value(), ".ssh/authorized_keys");
+  EXPECT_EQ(backend_->realKey("keys/up").value(), ".ssh/config");
+  EXPECT_EQ(backend_->realKey("plain/missing.txt").value(), "plain/missing.txt");
+  EXPECT_FALSE(backend_->realKey("loop1").ok());
+  // And the write lands there indeed.
+  ASSERT_TRUE(backend_->write("dangling", "k", WriteMode::kOverwrite).ok());
+  EXPECT_TRUE(fs::exists(ws_ / ".ssh" / "authorized_keys"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, LocalBackendTest,
                          ::testing::Values(ResolveStrategy::kAuto, ResolveStrategy::kWalk),
                          [](const auto& info) {

@@ -53,6 +53,10 @@ class Adversarial(unittest.TestCase):
         os.symlink("../outside", os.path.join(cls.ws, "link_out"))
         os.symlink("../outside/created.txt", os.path.join(cls.ws, "dangling"))
         os.symlink("../ws_evil/evil.txt", os.path.join(cls.ws, "sibling_link"))
+        # A secret directory inside, reached through a symlinked directory or a dangling link.
+        os.makedirs(os.path.join(cls.ws, ".ssh"))
+        os.symlink(".ssh", os.path.join(cls.ws, "keys"))
+        os.symlink(".ssh/authorized_keys", os.path.join(cls.ws, "authkeys"))
         with open(os.path.join(cls.ws.encode(), b"name-\xff\xfe.txt"), "w") as f:
             f.write("NONUTF8_CONTENT\n")
         with open(os.path.join(cls.ws, "one_line.txt"), "w") as f:
@@ -126,6 +130,15 @@ class Adversarial(unittest.TestCase):
         self.assertToolError(
             self.client.call("edit_file", path="link_out/private.txt", old_string="OUTSIDE",
                              new_string="INSIDE"), "outside the workspace")
+
+    def test_new_file_in_a_secret_directory_through_a_symlink(self):
+        for path in ("keys/authorized_keys", "keys/sub/authorized_keys", "authkeys"):
+            self.assertToolError(self.client.call("write_file", path=path, content="ssh-rsa X"),
+                                 "write denied", "which the rules deny")
+            self.assertToolError(
+                self.client.call("write_file", path=path, content="ssh-rsa X", mode="append"),
+                "write denied")
+        self.assertEqual(os.listdir(os.path.join(self.ws, ".ssh")), [])
 
     def test_proc_self_root(self):
         self.assertToolError(
