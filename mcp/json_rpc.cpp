@@ -39,8 +39,6 @@ Result<json> parseJson(std::string_view text, int max_depth) {
   return value;
 }
 
-Message classify(const json& v) { return classify(json(v)); }
-
 Message classify(json&& v) {
   Message m;
   if (!v.is_object()) {
@@ -156,6 +154,12 @@ constexpr std::array<char, 256> kEscape = [] {
   return t;
 }();
 
+// nlohmann's own text for `v`: the spelling this writer must match, used where it does not
+// write a value itself.
+void appendDump(const json& v, std::string& out) {
+  out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // The index of the first byte at or after `i` that kEscape marks, or s.size().
 size_t nextMarked(std::string_view s, size_t i) {
 #if defined(__SSE2__)
@@ -185,7 +189,7 @@ void writeString(std::string_view s, std::string& out) {
       if (len == 0) {
         // Rare (tools repair their text): nlohmann's own replacement, for the same bytes.
         out.resize(start);
-        out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+        appendDump(json(std::string(s)), out);
         return;
       }
       i += len - 1;
@@ -259,7 +263,7 @@ void writeValue(const json& v, std::string& out) {
       writeInteger(v.get<json::number_unsigned_t>(), out);
       return;
     default:  // number_float, binary, discarded
-      out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+      appendDump(v, out);
       return;
   }
 }

@@ -38,8 +38,7 @@ struct Message {
 Result<json> parseJson(std::string_view text, int max_depth = 256);
 
 // Classifies a parsed JSON value as a JSON-RPC request, notification, response or invalid.
-// The rvalue form moves "params" out of requests and notifications; a response is left whole.
-Message classify(const json& value);
+// Moves "params" out of requests and notifications; a response is left whole.
 Message classify(json&& value);
 
 json makeResult(const json& id, json result);

@@ -16,53 +16,39 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
   }
   BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
   // Through a symlink, the file reached must not be one the rules deny for this operation.
-  BYD_ASSIGN_OR_RETURN(std::string real, cachedRealKey(key));
+  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
   if (real != key && guard_.decide(op_, real).action == Action::kDeny) {
     return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
                             ": it leads to " + displayTarget(real) + ", which the rules deny");
   }
-  if (op_ == Operation::kRead) {
-    // The read rules passed `key` and what it leads to: checkRead() would ask them again.
-    std::lock_guard lock(real_mu_);
-    read_vetted_ = key;
-  }
+  std::lock_guard lock(look_mu_);
+  // For read, the read rules have just passed `key` and what it leads to.
+  look_ = Look{key, std::move(real), op_ == Operation::kRead};
   return key;
 }
 
-Result<std::string> GuardedBackend::cachedRealKey(const std::string& key) const {
-  {
-    // Used once: the look right after normalize() shares its lookup, any later one looks again
-    // (a long read opens the file once per chunk, and the file may be swapped meanwhile).
-    std::lock_guard lock(real_mu_);
-    if (has_last_ && last_key_ == key) {
-      has_last_ = false;
-      return last_real_;
-    }
-  }
-  BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
-  std::lock_guard lock(real_mu_);
-  last_key_ = key;
-  last_real_ = real;
-  has_last_ = true;
-  return real;
+std::optional<GuardedBackend::Look> GuardedBackend::takeLook(const std::string& key) const {
+  std::lock_guard lock(look_mu_);
+  if (!look_ || look_->key != key) return std::nullopt;
+  std::optional<Look> look = std::move(look_);
+  look_.reset();
+  return look;
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
-  {
-    // Once, like the cached real key: the first read after normalize().
-    std::lock_guard lock(real_mu_);
-    if (read_vetted_ && *read_vetted_ == key) {
-      read_vetted_.reset();
-      has_last_ = false;
-      return okStatus();
-    }
-  }
+  const std::optional<Look> look = takeLook(key);
+  if (look && look->read_passed) return okStatus();
   if (guard_.hidesFromListings(key)) {
     // Say why in the words of the read rule that denies it.
     return guard_.check(Operation::kRead, key, nullptr);
   }
   // A symlink must not reach what its own name would not ("notes.txt" -> ".env").
-  BYD_ASSIGN_OR_RETURN(std::string real, cachedRealKey(key));
+  std::string real;
+  if (look) {
+    real = look->real;
+  } else {
+    BYD_ASSIGN_OR_RETURN(real, inner_.realKey(key));
+  }
   if (real != key && guard_.hidesFromListings(real)) {
     return permissionDenied("read denied for " + displayTarget(key) + ": it leads to " +
                             displayTarget(real) + ", which the rules deny");

@@ -44,23 +44,23 @@ class GuardedBackend : public Backend {
   size_t hiddenCount() const { return hidden_.load(); }
 
  private:
+  // What normalize() found for its target: the real key, and for read whether the read rules
+  // passed it. It serves the next check of that key only (the tool's first read of it, which
+  // would ask the same); later checks look again, as the file may be swapped meanwhile.
+  struct Look {
+    std::string key, real;
+    bool read_passed = false;
+  };
+  std::optional<Look> takeLook(const std::string& key) const;
   Status checkRead(const std::string& key) const;
-  // inner_.realKey(key), remembered for the next look at the same key only: a tool checks its
-  // target in normalize() and again when it first reads it, and the second look would cost the
-  // same opens. Later looks ask the backend again.
-  Result<std::string> cachedRealKey(const std::string& key) const;
 
   Backend& inner_;
   const Guard& guard_;
   const Operation op_;
   Approver* const approver_;
   mutable std::atomic<size_t> hidden_{0};
-  mutable std::mutex real_mu_;
-  mutable std::string last_key_, last_real_;
-  mutable bool has_last_ = false;
-  // The target that normalize() passed under the read rules, when the operation is read; its
-  // first checkRead() is then skipped, and only that one.
-  mutable std::optional<std::string> read_vetted_;
+  mutable std::mutex look_mu_;
+  mutable std::optional<Look> look_;
 };
 
 }  // namespace byd::permissions

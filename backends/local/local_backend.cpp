@@ -357,13 +357,13 @@ Result<std::string> LocalBackend::missingRealKey(const Location& loc, int hops) 
   // What does not exist yet is where a write would create it: in its parent's real directory,
   // or, when its name there is a dangling symlink, where that link points (as write() follows
   // it). So "keys/new" with keys -> .ssh is ".ssh/new", and judged as such.
+  if (loc.rel.empty()) return loc.key;
   const size_t slash = loc.rel.rfind('/');
-  if (slash == std::string::npos && loc.rel.empty()) return loc.key;
-  const std::string name = slash == std::string::npos ? loc.rel : loc.rel.substr(slash + 1);
-  std::string parent =
-      loc.resolver->keyOf(slash == std::string::npos ? "" : loc.rel.substr(0, slash));
+  const std::string name = loc.rel.substr(slash == std::string::npos ? 0 : slash + 1);
+  std::string parent = loc.resolver->keyOf("");  // the base, canonical already
   if (slash != std::string::npos) {
-    BYD_ASSIGN_OR_RETURN(parent, realKeyWithin(parent, hops));
+    BYD_ASSIGN_OR_RETURN(parent,
+                         realKeyWithin(loc.resolver->keyOf(loc.rel.substr(0, slash)), hops));
   }
   BYD_ASSIGN_OR_RETURN(Location dir, locate(parent));
   const int dirfd = dir.resolver->openRaw(dir.rel, O_PATH | O_DIRECTORY);

@@ -234,10 +234,20 @@ Result<UniqueFd> PathResolver::open(std::string_view rel, int flags, mode_t mode
   return UniqueFd(fd);
 }
 
-int PathResolver::openRaw(std::string_view rel, int flags, mode_t mode) const {
+namespace {
+
+// 0 for a path the opens may take, else -errno: NUL bytes are refused, and so are absolute
+// paths (RESOLVE_BENEATH refuses them; the walk would silently treat them as relative).
+int checkRel(std::string_view rel) {
   if (rel.find('\0') != std::string_view::npos) return -EINVAL;
-  // RESOLVE_BENEATH refuses absolute paths; the walk would silently treat them as relative.
   if (!rel.empty() && rel.front() == '/') return -EXDEV;
+  return 0;
+}
+
+}  // namespace
+
+int PathResolver::openRaw(std::string_view rel, int flags, mode_t mode) const {
+  if (const int err = checkRel(rel); err != 0) return err;
   const std::string path(rel);
   if (!walk_only_) {
     int fd = openat2Raw(path, flags, mode);
@@ -248,8 +258,7 @@ int PathResolver::openRaw(std::string_view rel, int flags, mode_t mode) const {
 
 int PathResolver::openWithoutSymlinksRaw(std::string_view rel, int flags) const {
   if (walk_only_) return -ENOSYS;
-  if (rel.find('\0') != std::string_view::npos) return -EINVAL;
-  if (!rel.empty() && rel.front() == '/') return -EXDEV;
+  if (const int err = checkRel(rel); err != 0) return err;
   const int fd = openat2Raw(std::string(rel), flags, 0, RESOLVE_NO_SYMLINKS);
   return fd == -EAGAIN ? -ENOSYS : fd;
 }
