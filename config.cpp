@@ -147,6 +147,7 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   if (doc.contains("ask_fallback")) c.ask_fallback = doc["ask_fallback"].get<std::string>();
   if (doc.contains("ask_timeout_s")) c.ask_timeout_s = doc["ask_timeout_s"].get<double>();
   if (doc.contains("sandbox")) c.sandbox = doc["sandbox"].get<std::string>();
+  if (doc.contains("sandbox_user")) c.sandbox_user = doc["sandbox_user"].get<std::string>();
   if (doc.contains("max_timeout_s")) c.limits.max_timeout_s = doc["max_timeout_s"].get<int64_t>();
   return okStatus();
 }
@@ -214,6 +215,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
                  "How execute runs commands: bwrap (namespaces, seccomp; the default) or none "
                  "(no isolation)")
       ->check(CLI::IsMember({"bwrap", "none"}));
+  app.add_option("--sandbox-user", flags.sandbox_user,
+                 "Who a root server's commands and kernels run as: a user name or uid, never "
+                 "root (default: the workspace's owner, or uid 65533 when that is root)");
   app.add_option("--max-timeout", flags.limits.max_timeout_s,
                  "Longest timeout_s execute accepts, in seconds (default 600)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
@@ -299,6 +303,7 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--ask-timeout")) c.ask_timeout_s = flags.ask_timeout_s;
   c.print_ruleset = flags.print_ruleset;
   if (given("--sandbox")) c.sandbox = flags.sandbox;
+  if (given("--sandbox-user")) c.sandbox_user = flags.sandbox_user;
   if (given("--max-timeout")) c.limits.max_timeout_s = flags.limits.max_timeout_s;
   if (given("--max-output-bytes")) c.limits.max_output_bytes = flags.limits.max_output_bytes;
   if (given("--memory-limit")) c.sandbox_limits.memory_bytes = flags.sandbox_limits.memory_bytes;

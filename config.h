@@ -31,6 +31,7 @@ struct Config {
   double ask_timeout_s = 120;
   bool print_ruleset = false;
   std::string sandbox = "bwrap";  // or "none"
+  std::string sandbox_user;       // see SandboxOptions::user
   SandboxLimits sandbox_limits;
   PythonOptions python;
   // HTTP transport.

@@ -107,6 +107,16 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c, bool warm = true) {
   byd::SandboxOptions options;
   options.isolate = c.sandbox != "none";
   options.limits = c.sandbox_limits;
+  options.user = c.sandbox_user;
+  // Tests only: a comma-separated list of layers to leave out (see SandboxOptions::without).
+  if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT"); without && *without) {
+    std::string list = without;
+    for (size_t begin = 0; begin <= list.size();) {
+      const size_t end = std::min(list.find(',', begin), list.size());
+      options.without.push_back(list.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
   auto sandbox = byd::Sandbox::create(local->writableDirs(), options);
   byd::PythonOptions python = c.python;
   python.spare_at_start = warm;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -93,8 +95,21 @@ Status Sandbox::prepare() {
     }
     exe_fd_ = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (exe_fd_ < 0) return internalError("cannot open this program to run its sandbox helper");
-    layers = {"namespaces (user, mount, pid, net, ipc, uts)", "no capabilities", "no_new_privs",
-              "seccomp"};
+    if (!without("uid")) {
+      BYD_ASSIGN_OR_RETURN(identity_, SandboxIdentity::create(options_.user, writable_));
+    }
+    layers = {"namespaces (user, mount, pid, net, ipc, uts)",
+              "commands as " + (without("uid") ? "the server's uid (TEST: uid layer off)"
+                                               : identity_.describe()),
+              "no capabilities",
+              "no_new_privs",
+              without("seccomp-setid") ? "seccomp (TEST: setuid/setgid refusals off)"
+                                       : "seccomp (no setuid/setgid bits)",
+              without("proc") ? "/proc as the kernel gives it (TEST: proc layer off)"
+                              : "/proc/sys and kin read-only"};
+    for (const std::string& layer : options_.without) {
+      spdlog::warn("sandbox: the {} layer is OFF (a test-only setting)", layer);
+    }
   } else {
     layers = {"NO ISOLATION (--sandbox none)"};
   }
@@ -103,13 +118,21 @@ Status Sandbox::prepare() {
   layers.push_back("rlimits");
   if (options_.isolate) {
     const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/);
-    layers.push_back(abi >= 1
+    layers.push_back(without("landlock") ? "no Landlock (TEST: landlock layer off)"
+                     : abi >= 1
                          ? "Landlock ABI " + std::to_string(abi) +
                                " (writes only to the workspace and /tmp)"
                          : "no Landlock (the kernel lacks it; read-only mounts confine writes)");
   }
   for (size_t i = 0; i < layers.size(); ++i) layers_ += (i ? ", " : "") + layers[i];
   return okStatus();
+}
+
+bool Sandbox::without(std::string_view layer) const {
+  for (const std::string& w : options_.without) {
+    if (w == layer) return true;
+  }
+  return false;
 }
 
 Status Sandbox::verify() const {
@@ -136,27 +159,28 @@ Status Sandbox::verify() const {
 std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
   // CAP_SYS_ADMIN to make each command's pid and mount namespaces; CAP_SETFCAP because the
   // kernel lets a new user namespace map its parent's root only to a process that had it.
-  std::vector<std::string> a = {options_.bwrap,
-                                "--unshare-ipc",
-                                "--unshare-pid",
-                                "--unshare-net",
-                                "--unshare-uts",
-                                "--unshare-cgroup-try",
-                                "--hostname",
-                                "sandbox",
-                                "--new-session",
-                                "--cap-drop",
-                                "ALL",
-                                "--cap-add",
-                                "CAP_SYS_ADMIN",
-                                "--cap-add",
-                                "CAP_SETFCAP",
-                                "--ro-bind",
-                                "/proc/self/fd/" + std::to_string(exe_fd_),
-                                zygote::kHelperPath,
-                                "--ro-bind",
-                                "/usr",
-                                "/usr"};
+  std::vector<std::string> a = {
+      options_.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+      "--unshare-cgroup-try", "--hostname", "sandbox", "--new-session", "--cap-drop", "ALL",
+      "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP",
+      // To make each command the sandbox user, and to signal it then.
+      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"};
+  // bubblewrap makes the parents of what it binds private (0700) to the helper's uid: a root
+  // server's commands, which are another uid, could not pass them. Made first, open to all.
+  std::vector<std::string> parents = {"/etc/ssl/openssl.cnf", zygote::kHelperPath};
+  parents.insert(parents.end(), writable_.begin(), writable_.end());
+  std::vector<std::string> made;
+  for (const std::string& path : parents) {
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      std::string dir = path.substr(0, slash);
+      if (std::find(made.begin(), made.end(), dir) != made.end()) continue;
+      a.insert(a.end(), {"--perms", "0755", "--dir", dir});
+      made.push_back(std::move(dir));
+    }
+  }
+  a.insert(a.end(), {"--ro-bind", "/proc/self/fd/" + std::to_string(exe_fd_), zygote::kHelperPath,
+                     "--ro-bind", "/usr", "/usr"});
   // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     char target[256];
@@ -202,6 +226,10 @@ struct ChildSetup {
   // For the helper: a user namespace of its own, mapping its root to this server's ids.
   bool own_user_ns = false;
   std::string uid_map, gid_map;
+  // Root only, for the helper instead: the identity's user namespace to enter, after moving
+  // the idmapped workspace mounts into place in a mount namespace of its own.
+  int userns_fd = -1;
+  std::vector<std::pair<const char*, int>> id_mounts;  // directory, detached mount
 };
 
 bool writeAll(const char* path, const std::string& data) {
@@ -219,6 +247,19 @@ bool writeAll(const char* path, const std::string& data) {
   for (const auto& [resource, value] : s.rlimits) {
     const rlimit limit{value, value};
     setrlimit(resource, &limit);
+  }
+  if (s.userns_fd >= 0) {
+    // Nothing of root's groups goes in; the idmapped directories cover the real ones, in a
+    // mount namespace that only this helper's sandbox sees.
+    if (syscall(SYS_setgroups, 0, nullptr) != 0) _exit(125);
+    if (!s.id_mounts.empty() && (unshare(CLONE_NEWNS) != 0 ||
+                                 mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)) {
+      _exit(125);
+    }
+    for (const auto& [dir, fd] : s.id_mounts) {
+      if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) != 0) _exit(125);
+    }
+    if (setns(s.userns_fd, CLONE_NEWUSER) != 0) _exit(125);
   }
   // bwrap, run by root, would make the sandbox's mounts in a namespace owned by the host's
   // user namespace, and the helper could not make fresh /proc mounts under them. In a user
@@ -379,7 +420,17 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
   s.cgroup_fds = &started.cgroup.procsFds();
   s.inherit = inherit;
   if (!options_.isolate) s.rlimits = rlimits();  // the helper sets them for each command
-  if (options_.isolate) {
+  std::vector<SandboxIdentity::Mount> id_mounts;
+  if (options_.isolate && identity_.changesUid()) {
+    auto made = identity_.makeMounts();
+    if (!made.ok()) {
+      for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], devnull}) close(fd);
+      return made.status();
+    }
+    id_mounts = std::move(*made);
+    s.userns_fd = identity_.userNamespace();
+    for (const auto& m : id_mounts) s.id_mounts.emplace_back(m.dir.c_str(), m.fd);
+  } else if (options_.isolate) {
     s.own_user_ns = true;
     s.uid_map = "0 " + std::to_string(geteuid()) + " 1";
     s.gid_map = "0 " + std::to_string(getegid()) + " 1";
@@ -389,6 +440,7 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
   const pid_t pid = fork();
   if (pid == 0) childMain(s);
   for (int fd : {in[0], out[1], err[1], devnull}) close(fd);
+  for (const auto& m : id_mounts) close(m.fd);
   if (pid < 0) {
     for (int fd : {in[1], out[0], err[0]}) close(fd);
     return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
@@ -469,7 +521,10 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
     return resourceExhausted("cannot create a socket: " + std::string(strerror(errno)));
   }
   RunRequest request;
-  request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(sv[1])};
+  // Its options: how commands drop the server's identity, and the layers a test left out.
+  std::string helper_options = identity_.changesUid() ? "setuid" : "userns";
+  for (const std::string& layer : options_.without) helper_options += ",no-" + layer;
+  request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(sv[1]), helper_options};
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
   request.cwd = "/";
   request.env = {"PATH=/usr/bin:/bin"};

@@ -21,6 +21,7 @@
 
 #include "backends/backend.h"
 #include "backends/local/sandbox_cgroup.h"
+#include "backends/local/sandbox_identity.h"
 #include "backends/local/sandbox_zygote.h"
 #include "common/cancel.h"
 #include "common/result.h"
@@ -39,6 +40,11 @@ struct SandboxOptions {
   bool isolate = true;  // false is --sandbox none: plain processes, rlimits only
   std::string bwrap = "/usr/bin/bwrap";
   SandboxLimits limits;
+  std::string user;  // --sandbox-user: who a root server's commands are ("": the default)
+  // Tests only: layers left out, so that a test can show each one holds on its own. Any of
+  // "landlock", "seccomp-setid" (the setuid/setgid refusals), "proc" (the read-only and masked
+  // parts of /proc) and "uid" (a root server's commands keep its uid).
+  std::vector<std::string> without;
 };
 
 struct RunRequest {
@@ -74,6 +80,8 @@ class Sandbox {
   // One line for the start-up log: the layers in force.
   const std::string& layers() const { return layers_; }
   bool isolated() const { return options_.isolate; }
+  // Who sandboxed processes are on the host (see sandbox_identity.h).
+  const SandboxIdentity& identity() const { return identity_; }
 
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
@@ -120,6 +128,9 @@ class Sandbox {
   const std::vector<std::string> writable_;
   const SandboxOptions options_;
   std::string layers_;
+  bool without(std::string_view layer) const;
+
+  SandboxIdentity identity_;            // who commands are on the host
   std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
   int exe_fd_ = -1;                     // this binary, bound into the sandbox as the helper
   mutable std::mutex helper_mu_;

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/local/sandbox_identity.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/local/sandbox_zygote.h"
 
@@ -32,6 +33,13 @@ namespace {
 // struct clone_args of clone3(2), version 0.
 struct CloneArgs {
   uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+// How the helper was started (its third argument, a comma-separated list).
+struct HelperOptions {
+  bool setuid = false;  // commands become kSandboxInnerUid here, not root of a namespace
+  // Layers a test may leave out (see SandboxOptions::without).
+  bool landlock = true, refuse_setid = true, guard_proc = true;
 };
 
 struct Spec {
@@ -86,7 +94,8 @@ struct Command {
   std::vector<char*> argv, envp;
   std::vector<int> fds;  // its descriptors 0, 1, 2, ... in order
   sock_fprog filter;
-  int landlock = -1;  // the ruleset to enforce, when the kernel has Landlock
+  int landlock = -1;    // the ruleset to enforce, when the kernel has Landlock
+  bool setuid = false;  // see HelperOptions
 };
 
 // The command itself, a child of its namespace's init. Failing before exec is exit 126.
@@ -107,14 +116,25 @@ int commandMain(void* arg) {
     if (dup2(moved[i], static_cast<int>(i)) < 0) _exit(126);
   }
   setsid();  // no controlling terminal to inject into
-  // A user namespace of its own, as uid 1000: the capabilities the helper holds (to make
-  // namespaces) are gone at exec, and nothing here maps to a privileged id.
-  if (unshare(CLONE_NEWUSER) != 0) {
+  if (c.setuid) {
+    // A root server's: the helper's namespace maps kSandboxInnerUid to the sandbox user, an
+    // unprivileged host uid. Changing to it drops every capability. Raw system calls: glibc's
+    // wrappers would signal the helper's threads, and this child shares its memory.
+    constexpr long id = kSandboxInnerUid;
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, id, id, id) != 0 ||
+        syscall(SYS_setresuid, id, id, id) != 0) {
+      say("cannot become the sandbox user");
+      _exit(126);
+    }
+  } else if (unshare(CLONE_NEWUSER) != 0) {
+    // A user namespace of its own, as uid 1000: the capabilities the helper holds (to make
+    // namespaces) are gone at exec, and nothing here maps to a privileged id.
     say("cannot make its user namespace");
     _exit(126);
   }
-  if (!writeFile("/proc/self/setgroups", "deny") || !writeFile("/proc/self/uid_map", "1000 0 1") ||
-      !writeFile("/proc/self/gid_map", "1000 0 1")) {
+  if (!c.setuid &&
+      (!writeFile("/proc/self/setgroups", "deny") || !writeFile("/proc/self/uid_map", "1000 0 1") ||
+       !writeFile("/proc/self/gid_map", "1000 0 1"))) {
     say("cannot map its user namespace");
     _exit(126);
   }
@@ -191,14 +211,50 @@ int landlockRuleset(const std::vector<std::string>& writable) {
   return ruleset;
 }
 
+// What a fresh /proc shows of the host that a command must not change or read, as container
+// engines treat it: kernel settings and triggers read-only, kernel memory, keys and timers
+// masked. "" or what failed.
+std::string guardProc() {
+  auto failed = [](const std::string& what) {
+    return "cannot guard " + what + ": " + strerror(errno);
+  };
+  for (const char* path :
+       {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}) {
+    if (access(path, F_OK) != 0) continue;
+    if (mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              nullptr) != 0) {
+      return failed(path);
+    }
+  }
+  for (const char* path : {"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+                           "/proc/latency_stats", "/proc/sched_debug", "/proc/kallsyms",
+                           "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup"}) {
+    if (access(path, F_OK) == 0 && mount("/dev/null", path, nullptr, MS_BIND, nullptr) != 0) {
+      return failed(path);
+    }
+  }
+  for (const char* path : {"/proc/acpi", "/proc/scsi", "/proc/asound"}) {
+    if (access(path, F_OK) == 0 &&
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") !=
+            0) {
+      return failed(path);
+    }
+  }
+  return "";
+}
+
 // Fresh /proc (for the new pid namespace) and /tmp; "" or what failed.
-std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
+std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool guard_proc) {
   auto failed = [](const std::string& what) {
     return "cannot mount " + what + ": " + strerror(errno);
   };
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return failed("/ private");
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return failed("/proc");
+  }
+  if (guard_proc) {
+    if (std::string error = guardProc(); !error.empty()) return error;
   }
   umount2(zygote::kHelperPath, MNT_DETACH);  // commands have no use for the server's binary
   // The device nodes are the host's, and a command's uid maps to their owner: read-only
@@ -251,9 +307,9 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
 // command's wait status.
 // Its exit ends every process left in the namespace.
 [[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
-                           const std::vector<char>& bpf) {
-  const std::string setup_error = mountFreshProcAndTmp(writable);
-  const int landlock = setup_error.empty() ? landlockRuleset(writable) : -1;
+                           const std::vector<char>& bpf, const HelperOptions& options) {
+  const std::string setup_error = mountFreshProcAndTmp(writable, options.guard_proc);
+  const int landlock = setup_error.empty() && options.landlock ? landlockRuleset(writable) : -1;
   std::string payload;
   std::vector<int> fds;
   if (zygote::receiveMessage(request, payload, fds) <= 0 || fds.size() < 5) _exit(0);
@@ -288,6 +344,7 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable) {
   c.filter = {static_cast<unsigned short>(bpf.size() / sizeof(sock_filter)),
               reinterpret_cast<sock_filter*>(const_cast<char*>(bpf.data()))};
   c.landlock = landlock;
+  c.setuid = options.setuid;
   const pid_t command = startCommand(c);
   if (command < 0) fail(std::string("cannot start the command: ") + strerror(errno));
   for (int fd : fds) {
@@ -322,8 +379,8 @@ struct Spare {
   }
 };
 
-Spare makeSpare(int control, const std::vector<std::string>& writable,
-                const std::vector<char>& bpf) {
+Spare makeSpare(int control, const std::vector<std::string>& writable, const std::vector<char>& bpf,
+                const HelperOptions& options) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return {};
   Spare spare;
@@ -335,7 +392,7 @@ Spare makeSpare(int control, const std::vector<std::string>& writable,
   if (pid == 0) {
     close(control);
     close(sv[0]);
-    initMain(sv[1], writable, bpf);
+    initMain(sv[1], writable, bpf, options);
   }
   close(sv[1]);
   if (pid < 0) {
@@ -346,19 +403,20 @@ Spare makeSpare(int control, const std::vector<std::string>& writable,
   return spare;
 }
 
-int helperMain(int control, const std::vector<std::string>& writable) {
+int helperMain(int control, const std::vector<std::string>& writable,
+               const HelperOptions& options) {
   // Nothing the server handed over but the control socket reaches a command.
   if (control > 3) close_range(3, control - 1, 0);
   close_range(control + 1, ~0U, 0);
   signal(SIGCHLD, SIG_IGN);  // the kernel reaps the namespace inits
-  auto bpf = compileSeccompFilter();
+  auto bpf = compileSeccompFilter(options.refuse_setid);
   if (!bpf.ok()) {
     fprintf(stderr, "%s\n", bpf.status().message().c_str());
     return 1;
   }
   std::string payload;
   std::vector<int> fds;
-  Spare spare = makeSpare(control, writable, *bpf);
+  Spare spare = makeSpare(control, writable, *bpf, options);
   while (true) {
     const ssize_t n = zygote::receiveMessage(control, payload, fds);
     if (n <= 0) return n == 0 ? 0 : 1;  // the server has gone
@@ -372,7 +430,7 @@ int helperMain(int control, const std::vector<std::string>& writable) {
     for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
       if (spare.request < 0 || attempt > 0) {
         spare.drop();
-        spare = makeSpare(control, writable, *bpf);
+        spare = makeSpare(control, writable, *bpf, options);
       }
       taken = spare.request >= 0 && zygote::sendMessage(spare.request, payload, fds);
     }
@@ -385,15 +443,26 @@ int helperMain(int control, const std::vector<std::string>& writable) {
     }
     for (int fd : fds) close(fd);
     spare.drop();
-    spare = makeSpare(control, writable, *bpf);
+    spare = makeSpare(control, writable, *bpf, options);
   }
 }
 
 }  // namespace
 
 std::optional<int> runSandboxHelper(int argc, char** argv) {
-  if (argc < 3 || strcmp(argv[1], zygote::kHelperFlag) != 0) return std::nullopt;
-  return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 3, argv + argc));
+  if (argc < 4 || strcmp(argv[1], zygote::kHelperFlag) != 0) return std::nullopt;
+  HelperOptions options;
+  std::string list = argv[3];
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string item = list.substr(begin, end - begin);
+    if (item == "setuid") options.setuid = true;
+    if (item == "no-landlock") options.landlock = false;
+    if (item == "no-seccomp-setid") options.refuse_setid = false;
+    if (item == "no-proc") options.guard_proc = false;
+    begin = end + 1;
+  }
+  return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 4, argv + argc), options);
 }
 
 }  // namespace byd

@@ -1,9 +1,11 @@
 #include "backends/local/sandbox_seccomp.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,9 +42,41 @@ constexpr const char* kDeniedSyscalls[] = {"ptrace",
                                            "open_by_handle_at",
                                            "userfaultfd"};
 
+// Refuses (EPERM) every way a process can give a file the setuid or setgid bit: a changed
+// mode, or a created file's or directory's mode. openat2 hides its mode in a struct that
+// seccomp cannot read, so it is answered ENOSYS and libc falls back to openat.
+int refuseSetidModes(scmp_filter_ctx ctx) {
+  constexpr int kFchmodat2 = 452;           // Linux 6.6; newer than this libseccomp's table
+  constexpr uint64_t kTmpfile = 020000000;  // __O_TMPFILE: creates a file as O_CREAT does
+  const auto deny = SCMP_ACT_ERRNO(EPERM);
+  int rc = 0;
+  for (const uint64_t bit : {uint64_t{S_ISUID}, uint64_t{S_ISGID}}) {
+    auto mode = [bit](unsigned arg) { return SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, bit, bit); };
+    // The mode is the argument after the path (or descriptor) and its directory, if any.
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(chmod), 1, mode(1));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(fchmod), 1, mode(1));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(fchmodat), 1, mode(2));
+    rc |= seccomp_rule_add(ctx, deny, kFchmodat2, 1, mode(2));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(creat), 1, mode(1));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mkdir), 1, mode(1));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mkdirat), 1, mode(2));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mknod), 1, mode(1));
+    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mknodat), 1, mode(2));
+    for (const uint64_t creates : {uint64_t{O_CREAT}, kTmpfile}) {
+      auto flags = [creates](unsigned arg) {
+        return SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, creates, creates);
+      };
+      rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(open), 2, flags(1), mode(2));
+      rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(openat), 2, flags(2), mode(3));
+    }
+  }
+  rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+  return rc;
+}
+
 }  // namespace
 
-Result<std::vector<char>> compileSeccompFilter() {
+Result<std::vector<char>> compileSeccompFilter(bool refuse_setid) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return internalError("seccomp_init failed");
   int rc = 0;
@@ -60,6 +94,7 @@ Result<std::vector<char>> compileSeccompFilter() {
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  if (refuse_setid) rc |= refuseSetidModes(ctx);
   if (rc != 0) {
     seccomp_release(ctx);
     return internalError("building the seccomp filter failed");

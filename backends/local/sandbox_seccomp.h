@@ -1,7 +1,8 @@
 #pragma once
 // The seccomp filter of every sandboxed process: system calls a sandboxed program has no
-// business making (ptrace, mount, unshare, keyctl, bpf, io_uring, module loading, ...) and the
-// terminal-injecting ioctls fail with EPERM.
+// business making (ptrace, mount, unshare, keyctl, bpf, io_uring, module loading, ...), the
+// terminal-injecting ioctls, and any setuid or setgid bit in a mode (chmod and kin, and the
+// mode of a created file, directory or node) fail with EPERM.
 
 #include <vector>
 
@@ -10,6 +11,7 @@
 namespace byd {
 
 // The filter as a BPF program (struct sock_filter[]), ready for SECCOMP_SET_MODE_FILTER.
-Result<std::vector<char>> compileSeccompFilter();
+// `refuse_setid` false leaves out the mode refusals (tests only: see SandboxOptions::without).
+Result<std::vector<char>> compileSeccompFilter(bool refuse_setid = true);
 
 }  // namespace byd

@@ -9,9 +9,9 @@ import time
 
 
 class Client:
-    def __init__(self, binary, *args, initialize=True):
+    def __init__(self, binary, *args, initialize=True, env=None):
         self.proc = subprocess.Popen([binary, *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.buffer = b""
         self.pending = []  # messages read while waiting for another id
         self.next_id = 1
