@@ -30,8 +30,18 @@ class ElicitingApprover : public permissions::Approver {
   const CancelToken cancel_;
 };
 
-// The elicitation/create params for one question (exposed for tests).
-nlohmann::json elicitationParams(permissions::Operation op, std::string_view target,
-                                 const permissions::Decision& why);
+// The longest text (a command with its variables, a cell) a prompt shows. Longer ones are not
+// asked about: a client may cut a long message, and the user must see all that would run.
+inline constexpr size_t kMaxPromptText = 16 * 1024;
+
+// `text` as a prompt shows it: whole, line breaks and tabs kept, every other control
+// character, and the invisible characters that reorder or hide text (bidi controls,
+// zero-width ones), escaped as \xNN or \u{NNNN}.
+std::string promptText(std::string_view text);
+
+// The elicitation/create params for one question, or why it cannot be asked (exposed for
+// tests). `target` is everything the operation would act on, whole.
+Result<nlohmann::json> elicitationParams(permissions::Operation op, std::string_view target,
+                                         const permissions::Decision& why);
 
 }  // namespace byd::mcp

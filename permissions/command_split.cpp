@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "permissions/env_policy.h"
 #include "permissions/shell_lexer.h"
 
 namespace byd::permissions {
@@ -27,7 +28,7 @@ bool listHas(std::string_view list, std::string_view name) {
   return false;
 }
 
-void emitProgram(Words words, int depth, State& state);
+void emitProgram(Words words, int depth, State& state, std::vector<std::string> assignments = {});
 
 // Parses the lexer's words into simple commands: lists, pipelines, groups and redirections.
 class Parser : public ShellLexer {
@@ -247,11 +248,13 @@ void Parser::parseRedirection(int depth) {
 
 void Parser::finishCommand(Words words, int depth) {
   const auto program = std::find_if_not(words.begin(), words.end(), isAssignment);
+  std::vector<std::string> assignments;
+  for (auto it = words.begin(); it != program; ++it) assignments.push_back(it->text);
   words.erase(words.begin(), program);
   for (const Word& w : words) {
     if (hasBraceExpansion(w.bare)) state_.fail("brace expansion");
   }
-  emitProgram(std::move(words), depth, state_);
+  emitProgram(std::move(words), depth, state_, std::move(assignments));
 }
 
 // --- What runs: wrappers, shells and the program word ---
@@ -434,7 +437,7 @@ const WrapperSpec* findWrapper(const Words& words) {
   return nullptr;
 }
 
-void emitProgram(Words words, int depth, State& state) {
+void emitProgram(Words words, int depth, State& state, std::vector<std::string> assignments) {
   if (!state.enter(depth)) return;
   while (!words.empty()) {
     checkProgramWord(words[0], state);
@@ -443,16 +446,36 @@ void emitProgram(Words words, int depth, State& state) {
     const std::optional<size_t> index = wrappedCommandIndex(words, *spec);
     if (!index) state.fail("unknown wrapper option");
     if (!index || *index >= words.size()) break;  // a wrapper alone is reported as it is
+    for (size_t i = 1; i < *index; ++i) {
+      if (spec->assignments && isAssignment(words[i])) assignments.push_back(words[i].text);
+    }
     words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(*index));
   }
-  if (words.empty() || splitShellScript(words, depth, state)) return;
+  if (words.empty()) {
+    // `PATH=./bin` alone changes what the next commands run.
+    if (std::any_of(assignments.begin(), assignments.end(),
+                    [](const std::string& a) { return changesWhatRuns(assignedName(a)); })) {
+      state.commands.push_back({{}, std::move(assignments)});
+    }
+    return;
+  }
+  if (splitShellScript(words, depth, state)) return;
   if (programName(words[0]) == "find") emitFindExec(words, depth, state);
   SimpleCommand command;
   for (Word& w : words) command.words.push_back(std::move(w.text));
+  command.assignments = std::move(assignments);
   state.commands.push_back(std::move(command));
 }
 
 }  // namespace
+
+std::string SimpleCommand::fullText() const {
+  std::string out;
+  for (const std::string& a : assignments) out += a + " ";
+  out += text();
+  if (words.empty() && !out.empty()) out.pop_back();
+  return out;
+}
 
 std::string SimpleCommand::text() const {
   std::string out;

@@ -19,9 +19,16 @@ struct SimpleCommand {
   // After quote removal, dropping leading assignments and redirections, and unwrapping wrappers
   // (env, sudo, nice, ...), e.g. {"git", "status", "--short"}.
   std::vector<std::string> words;
+  // The NAME=value words before it (in the line, or given to `env`), after quote removal. A
+  // statement of assignments alone is reported, with no words, only when it sets a variable
+  // that changes what runs (env_policy.h).
+  std::vector<std::string> assignments;
 
   // The words joined by single spaces: what permission rules are matched against.
   std::string text() const;
+  // The assignments and the words, joined by single spaces: what rules see of a command that
+  // sets a variable that changes what runs.
+  std::string fullText() const;
 };
 
 struct SplitResult {

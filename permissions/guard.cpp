@@ -1,8 +1,11 @@
 #include "permissions/guard.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "permissions/command_split.h"
+#include "permissions/env_policy.h"
 
 namespace byd::permissions {
 namespace {
@@ -21,6 +24,10 @@ std::string shorten(std::string_view s) {
   return s.size() > kMax ? out + "..." : out;
 }
 
+bool isOneOf(std::string_view word, std::initializer_list<std::string_view> list) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
 }  // namespace
 
 std::string displayTarget(std::string_view target) {
@@ -29,31 +36,92 @@ std::string displayTarget(std::string_view target) {
 
 Guard::Guard(Ruleset rules, AskFallback fallback) : rules_(std::move(rules)), fallback_(fallback) {}
 
-Decision Guard::decideCommandLine(std::string_view line) const {
-  const SplitResult split = splitCommandLine(line);
-  Decision combined{Action::kAllow, "every command allowed", ""};
+Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
+  Decision d = rules_.decide(Operation::kExecute, command.text());
+  if (d.action == Action::kDeny) return d;
+  // The variables it sets that change what runs: before it, or exported by it.
+  std::vector<std::string_view> names;
+  for (const std::string& a : command.assignments) names.push_back(assignedName(a));
+  if (!command.words.empty() &&
+      isOneOf(command.words.front(), {"export", "declare", "typeset", "readonly", "local"})) {
+    for (size_t i = 1; i < command.words.size(); ++i) {
+      if (!command.words[i].starts_with('-')) names.push_back(assignedName(command.words[i]));
+    }
+  }
+  std::erase_if(names, [](std::string_view name) { return !changesWhatRuns(name); });
+  if (names.empty()) return d;
+  const std::string full = command.fullText();
+  Decision named = rules_.decide(Operation::kExecute, full);
+  const bool names_all = std::all_of(names.begin(), names.end(), [&](std::string_view name) {
+    return named.pattern.find(name) != std::string::npos;
+  });
+  // A rule that denies the whole stands; one that allows or asks must name every variable.
+  if (!named.pattern.empty() && (named.action == Action::kDeny || names_all)) return named;
+  const std::string name(names.front());
+  return {Action::kDeny, "variables that change what runs",
+          name + " changes what runs, and no rule names it for '" + shorten(full) +
+              "' (a rule such as \"" + name + "=* " +
+              (command.words.empty() ? std::string("*") : command.words.front() + "*") +
+              "\" allows it)",
+          ""};
+}
+
+Decision Guard::decideCommand(std::string_view line, const Env& env) const {
+  SplitResult split = splitCommandLine(line);
+  if (!env.empty()) {
+    // The variables reach every command of the line, and the shell that runs it.
+    std::vector<std::string> words;
+    for (const auto& [name, value] : env) words.push_back(name + "=" + value);
+    for (SimpleCommand& command : split.commands) {
+      command.assignments.insert(command.assignments.begin(), words.begin(), words.end());
+    }
+    if (split.commands.empty()) split.commands.push_back({{}, words});
+  }
+  Decision combined{Action::kAllow, "every command allowed", "", ""};
+  bool judged = false;
   for (const SimpleCommand& command : split.commands) {
-    Decision d = rules_.decide(Operation::kExecute, command.text());
+    if (command.words.empty() &&
+        std::none_of(command.assignments.begin(), command.assignments.end(),
+                     [](const std::string& a) { return changesWhatRuns(assignedName(a)); })) {
+      continue;  // harmless variables for a line with no command
+    }
+    judged = true;
+    Decision d = decideSimpleCommand(command);
     if (d.action == Action::kDeny) {
-      d.source += " for '" + shorten(command.text()) + "'";
+      d.source += " for '" + shorten(command.fullText()) + "'";
       return d;
     }
     if (d.action == Action::kAsk && combined.action == Action::kAllow) combined = d;
   }
-  if (split.commands.empty() && split.certain) return rules_.decide(Operation::kExecute, "");
+  if (!judged && split.certain) return rules_.decide(Operation::kExecute, "");
   if (!split.certain && combined.action == Action::kAllow) {
     return {Action::kAsk, "the command line cannot be split with certainty (" + split.reason + ")",
-            ""};
+            "", ""};
   }
   return combined;
 }
 
 Decision Guard::decide(Operation op, std::string_view target) const {
-  return op == Operation::kExecute ? decideCommandLine(target) : rules_.decide(op, target);
+  return op == Operation::kExecute ? decideCommand(target, {}) : rules_.decide(op, target);
 }
 
 Status Guard::check(Operation op, std::string_view target, Approver* approver) const {
-  const Decision d = decide(op, target);
+  return enforce(op, decide(op, target), target, target, approver);
+}
+
+Status Guard::checkCommand(std::string_view line, const Env& env, std::string_view cwd,
+                           Approver* approver) const {
+  std::string shown(line);
+  if (!env.empty()) {
+    shown += "\n\nwith these variables:";
+    for (const auto& [name, value] : env) shown += "\n  " + name + "=" + value;
+  }
+  if (!cwd.empty() && cwd != ".") shown += "\n\nin the directory " + std::string(cwd);
+  return enforce(Operation::kExecute, decideCommand(line, env), line, shown, approver);
+}
+
+Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
+                      std::string_view shown, Approver* approver) const {
   const std::string what = std::string(operationName(op)) + " " + std::string(actionName(d.action));
   spdlog::info("permission: {} for {} ({})", what, displayTarget(target), d.source);
   const std::string subject = std::string(operationName(op)) + " for " + displayTarget(target);
@@ -63,7 +131,7 @@ Status Guard::check(Operation op, std::string_view target, Approver* approver) c
                             displayTarget(target) + ": " + reasonOf(d));
   }
   Result<bool> answer =
-      approver ? approver->approve(op, target, d) : Result<bool>(unimplemented("no approver"));
+      approver ? approver->approve(op, shown, d) : Result<bool>(unimplemented("no approver"));
   if (answer.ok()) {
     spdlog::info("permission: {} {} by the user", subject, *answer ? "approved" : "refused");
     if (*answer) return okStatus();

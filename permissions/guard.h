@@ -7,8 +7,11 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
+#include "permissions/command_split.h"
 #include "permissions/ruleset.h"
 
 namespace byd::permissions {
@@ -35,6 +38,14 @@ class Guard {
   // decide(), then ask `approver` (may be null) when the answer is ask. OK or PermissionDenied
   // with a message naming the operation, the target and the reason.
   Status check(Operation op, std::string_view target, Approver* approver) const;
+
+  // An execute call as a whole: its line, and the variables it sets for every command in it
+  // (judged as NAME=value words before each; a variable that changes what runs needs a rule
+  // that names it). The approver is shown the whole line, the variables and `cwd`.
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  Decision decideCommand(std::string_view line, const Env& env) const;
+  Status checkCommand(std::string_view line, const Env& env, std::string_view cwd,
+                      Approver* approver) const;
   // Whether listings must hide `path`: reading it is denied outright.
   bool hidesFromListings(std::string_view path) const;
   bool hidden(Operation op) const { return rules_.alwaysDenied(op); }
@@ -43,7 +54,11 @@ class Guard {
   AskFallback askFallback() const { return fallback_; }
 
  private:
-  Decision decideCommandLine(std::string_view line) const;
+  // One simple command of a line.
+  Decision decideSimpleCommand(const SimpleCommand& command) const;
+  // The decision made, logged and carried out; `shown` is what the approver sees.
+  Status enforce(Operation op, const Decision& d, std::string_view target, std::string_view shown,
+                 Approver* approver) const;
 
   Ruleset rules_;
   AskFallback fallback_;

@@ -98,7 +98,7 @@ Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_v
 
 Result<ExecResult> GuardedBackend::execute(const ExecRequest& request,
                                            const CancelToken& cancel) const {
-  BYD_RETURN_IF_ERROR(guard_.check(Operation::kExecute, request.command, approver_));
+  BYD_RETURN_IF_ERROR(guard_.checkCommand(request.command, request.env, request.cwd, approver_));
   return inner_.execute(request, cancel);
 }
 

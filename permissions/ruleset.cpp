@@ -162,7 +162,7 @@ Decision Ruleset::decide(Operation op, std::string_view target) const {
   if (const size_t i = firstHit(ops, target); i < ops.rules.size()) {
     const Rule& rule = ops.rules[i];
     return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
-            rule.description};
+            rule.description, rule.text};
   }
   if (ops.fallback) return {*ops.fallback, name + " default", ""};
   return {fallback_, "global default", ""};

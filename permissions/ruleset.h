@@ -40,6 +40,7 @@ struct Decision {
   Action action = Action::kDeny;
   std::string source;
   std::string description;  // the deciding rule's description ("" for defaults)
+  std::string pattern;      // the deciding rule's pattern or regex as written ("" for defaults)
 };
 
 class Ruleset {

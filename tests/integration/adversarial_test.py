@@ -7,6 +7,7 @@ usage: adversarial_test.py BINARY [unittest args]"""
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -192,6 +193,40 @@ class Adversarial(unittest.TestCase):
         self.client.send_raw(b"[" * 1000000 + b"\n")
         m = self.client.wait_for(lambda m: m.get("error", {}).get("code") == -32700)
         self.assertIn("nested deeper", m["error"]["message"])
+
+
+class EnvThatRunsCode(unittest.TestCase):
+    """execute's `env` with variables that make bash or git run code, under a ruleset that
+    allows only `echo hello` and `git status*`: refused, and nothing ran."""
+
+    def test_env_is_judged(self):
+        with tempfile.TemporaryDirectory(prefix="byd-env-") as ws:
+            rules = os.path.join(ws, "..", os.path.basename(ws) + ".rules.json")
+            with open(rules, "w") as f:
+                json.dump({"default": "allow", "execute": {"default": "deny", "rules": [
+                    {"pattern": "echo hello", "action": "allow"},
+                    {"pattern": "git status*", "action": "allow"}]}}, f)
+            subprocess.run(["git", "init", "-q", ws], check=True)
+            c = Client(BINARY, "--root", ws, "--log-level", "warn", "--ruleset", rules)
+            try:
+                ok = c.call("execute", command="echo hello", env={"DEBUG": "1"})
+                self.assertEqual(ok["structuredContent"]["stdout"], "hello\n")
+                attacks = [
+                    ("echo hello", {"BASH_ENV": "$(touch pwned-bash-env)"}, "BASH_ENV"),
+                    ("git status", {"GIT_CONFIG_COUNT": "1",
+                                    "GIT_CONFIG_KEY_0": "core.fsmonitor",
+                                    "GIT_CONFIG_VALUE_0": "touch pwned-fsmonitor; false"},
+                     "GIT_CONFIG_COUNT"),
+                    ("BASH_ENV='$(touch pwned-line)' echo hello", {}, "BASH_ENV"),
+                ]
+                for command, env, name in attacks:
+                    r = c.call("execute", command=command, env=env)
+                    self.assertTrue(r.get("isError"), r)
+                    self.assertIn(f"{name} changes what runs, and no rule names it", text(r))
+                self.assertEqual([n for n in os.listdir(ws) if n.startswith("pwned")], [])
+            finally:
+                c.close()
+                os.unlink(rules)
 
 
 class Lifecycle(unittest.TestCase):
