@@ -119,10 +119,24 @@ Result<nlohmann::json> PythonKernel::receive(std::chrono::steady_clock::time_poi
     if (in_buf_.size() >= 4) {
       const auto* h = reinterpret_cast<const unsigned char*>(in_buf_.data());
       const size_t n = size_t{h[0]} << 24 | size_t{h[1]} << 16 | size_t{h[2]} << 8 | h[3];
+      if (n > max_frame_) {
+        violation_ = "the Python kernel announced a message of " + std::to_string(n) +
+                     " bytes, more than its output limits allow (" + std::to_string(max_frame_) +
+                     "): something in the session wrote to the kernel's channel";
+        return internalError(violation_);
+      }
       if (in_buf_.size() >= 4 + n) {
-        auto doc = nlohmann::json::parse(in_buf_.substr(4, n), nullptr, false);
+        auto doc = nlohmann::json::parse(std::string_view(in_buf_).substr(4, n), nullptr, false);
         in_buf_.erase(0, 4 + n);
-        if (doc.is_discarded()) return internalError("the Python kernel sent a bad frame");
+        if (in_buf_.capacity() > (size_t{1} << 20) && in_buf_.size() < (size_t{1} << 16)) {
+          in_buf_.shrink_to_fit();  // a large reply's buffer is not kept for the session's life
+        }
+        if (!doc.is_object()) {
+          violation_ =
+              "the Python kernel sent a malformed message: something in the session "
+              "wrote to the kernel's channel";
+          return internalError(violation_);
+        }
         return doc;
       }
     }
@@ -150,6 +164,10 @@ Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
                                                  std::chrono::milliseconds timeout,
                                                  size_t max_output, const CancelToken& cancel) {
   if (!alive_) return failedPrecondition("the Python kernel is gone");
+  // Four texts of at most max_output bytes (stdout, stderr, result, error), each up to six
+  // times longer once JSON-escaped, the figures, and room for the rest.
+  constexpr size_t kImageBudget = 8 << 20;  // kernel.py's IMAGE_BUDGET
+  max_frame_ = std::min<size_t>(24 * max_output + kImageBudget + (size_t{1} << 16), 0xFFFFFFFFu);
   const uint64_t id = next_id_++;
   BYD_RETURN_IF_ERROR(
       send({{"type", "exec"}, {"id", id}, {"code", code}, {"max_output", max_output}}));
@@ -164,6 +182,12 @@ Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
         return out;
       }
       continue;  // a stray message (an old pong): skip it
+    }
+    if (!violation_.empty()) {
+      // Whatever wrote it may write more: the kernel and its state go, with a clear error.
+      spdlog::warn("python kernel ended: {}", violation_);
+      kill();
+      return failedPrecondition(violation_ + "; the session was ended and its state is lost");
     }
     const Code code_ = reply.status().code();
     if ((code_ == Code::kDeadlineExceeded || code_ == Code::kCancelled) && !interrupted) {

@@ -61,6 +61,11 @@ class PythonKernel {
   void kill();
 
   std::unique_ptr<KernelProcess> proc_;
+  // The largest frame accepted now (cell code can write to the kernel's channel: a larger
+  // header ends the session rather than growing the buffer), and why the kernel broke its
+  // protocol, once it has.
+  size_t max_frame_ = size_t{1} << 20;
+  std::string violation_;
   bool alive_ = true;
   uint64_t next_id_ = 1;
   std::string in_buf_;

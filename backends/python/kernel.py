@@ -22,6 +22,10 @@ import types
 
 MAX_FRAME = 64 << 20  # largest request we accept; a bigger one is skipped, not read into memory
 DEFAULT_MAX_OUTPUT = 100 * 1024
+# The most base64 text of figures one reply carries; the server caps a reply's frame at six
+# times (JSON escapes) four texts of max_output bytes, plus this, and ends a session that sends
+# more.
+IMAGE_BUDGET = 8 << 20
 KERNEL_FILE = sys._getframe().f_code.co_filename  # frames from here are hidden from users
 KERNEL_PID = os.getpid()
 _HEADER = struct.Struct(">I")
@@ -233,14 +237,22 @@ def _figures(render=True):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return []
-    images = []
+    images, left_out, budget = [], 0, IMAGE_BUDGET
     try:
         for num in plt.get_fignums() if render else ():
             buf = io.BytesIO()
             plt.figure(num).savefig(buf, format="png", bbox_inches="tight")
-            images.append({"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode()})
+            data = base64.b64encode(buf.getvalue()).decode()
+            if len(data) > budget:
+                left_out += 1
+                continue
+            budget -= len(data)
+            images.append({"mime": "image/png", "data": data})
     finally:
         plt.close("all")
+    if left_out:
+        print(f"{left_out} figure(s) left out: the figures of one cell are limited to "
+              f"{IMAGE_BUDGET >> 20} MiB of PNG (base64)", file=sys.stderr)
     return images
 
 

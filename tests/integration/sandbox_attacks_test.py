@@ -124,6 +124,39 @@ class SandboxAttacks(unittest.TestCase):
         time.sleep(0.5)
         self.assertLessEqual(descendants(self.client.proc.pid), baseline + 4)
 
+    def test_flood_of_the_kernels_channel(self):
+        # A cell writes a header announcing 4 GiB, then 1.5 GB, to every pipe it may write
+        # (the kernel's channel among them). The server must not buffer it: the session ends
+        # with a clear error, the server's memory stays bounded, and a new session works.
+        code = (
+            "import fcntl, os, stat, struct\n"
+            "targets = []\n"
+            "for fd in range(3, 64):\n"
+            "    try:\n"
+            "        st = os.fstat(fd)\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if stat.S_ISFIFO(st.st_mode) and "
+            "fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
+            "        targets.append(fd)\n"
+            "for fd in targets:\n"
+            "    os.write(fd, struct.pack('>I', 0xFFFFFFF0))\n"
+            "chunk = b'x' * (1 << 20)\n"
+            "for _ in range(1500):\n"
+            "    for fd in targets:\n"
+            "        os.write(fd, chunk)\n")
+        r, _ = self.attack("run_python", {"code": code, "session": "flood", "timeout_s": 20},
+                           budget_s=30)
+        self.assertTrue(r.get("isError"), r)
+        self.assertIn("more than its output limits allow", r["content"][0]["text"])
+        self.assertIn("the session was ended", r["content"][0]["text"])
+        with open(f"/proc/{self.client.proc.pid}/status") as f:
+            peak_kib = int(f.read().split("VmHWM:")[1].split()[0])
+        self.assertLess(peak_kib, 256 << 10)
+        r, _ = self.attack("run_python", {"code": "'fresh'", "session": "flood"}, budget_s=10)
+        self.assertEqual(r["structuredContent"]["result"], "'fresh'", r)
+        self.assertTrue(r["structuredContent"]["new_session"], r)
+
     def test_sixteen_gib_allocation(self):
         r, _ = self.attack("run_python", {"code": "x = bytearray(16 * 1024**3)",
                                           "session": "alloc"}, budget_s=30)
