@@ -114,8 +114,10 @@ struct HttpServer::Impl {
         server_options(std::move(s)),
         guard(g) {}
 
-  bool hostAllowed(const std::string& host, const std::string& port_text) const {
-    if (!port_text.empty() && port_text != std::to_string(port)) return false;
+  // A name without a port stands for its scheme's default port (`default_port`; 0 where the
+  // scheme has none), which must be the one this server listens on.
+  bool hostAllowed(const std::string& host, const std::string& port_text, int default_port) const {
+    if (port_text.empty() ? default_port != port : port_text != std::to_string(port)) return false;
     if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") return true;
     for (const std::string& allowed : options.allowed_hosts) {
       if (lower(allowed) == host) return true;
@@ -126,7 +128,7 @@ struct HttpServer::Impl {
   // Host, Origin and the token; false with the response filled in when the request fails.
   bool admit(const httplib::Request& req, httplib::Response& res) const {
     const auto [host, host_port] = splitHostPort(req.get_header_value("Host"));
-    if (!hostAllowed(host, host_port)) {
+    if (!hostAllowed(host, host_port, 80)) {
       jsonError(res, 403, rpc::kInvalidRequest, "Host not allowed");
       return false;
     }
@@ -135,7 +137,9 @@ struct HttpServer::Impl {
       const size_t scheme = origin.find("://");
       const auto [o_host, o_port] =
           splitHostPort(scheme == std::string::npos ? "" : origin.substr(scheme + 3));
-      if (!hostAllowed(o_host, o_port)) {
+      const std::string scheme_name = lower(origin.substr(0, scheme));
+      const int default_port = scheme_name == "http" ? 80 : scheme_name == "https" ? 443 : 0;
+      if (!hostAllowed(o_host, o_port, default_port)) {
         jsonError(res, 403, rpc::kInvalidRequest, "Origin not allowed");
         return false;
       }

@@ -324,6 +324,13 @@ class HttpTransport(unittest.TestCase):
                                                  headers={"Host": "127.0.0.1:1"}), 403),
             ("foreign Origin", s.request("POST", body=INIT,
                                          headers={"Origin": "http://evil.example"}), 403),
+            # Without a port, a name means its scheme's default: not the port listened on.
+            ("Host without a port", s.request("POST", body=INIT,
+                                              headers={"Host": "127.0.0.1"}), 403),
+            ("Origin without a port", s.request("POST", body=INIT,
+                                                headers={"Origin": "http://localhost"}), 403),
+            ("https Origin without a port",
+             s.request("POST", body=INIT, headers={"Origin": "https://localhost"}), 403),
         ]
         for name, (status, _, body), want in cases:
             self.assertEqual(status, want, f"{name}: {body[:200]!r}")
