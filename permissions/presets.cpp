@@ -20,7 +20,10 @@ json secretPathRules() {
   for (const char* p : {"**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/.ssh",
                         "**/.ssh/**", "**/.aws", "**/.aws/**", "**/.gnupg", "**/.gnupg/**",
                         "**/.netrc", "**/credentials*", "**/*secret*", "**/*secret*/**"}) {
-    rules.push_back({{"pattern", p}, {"action", "deny"}, {"description", kSecretReason}});
+    rules.push_back({{"pattern", p},
+                     {"action", "deny"},
+                     {"description", kSecretReason},
+                     {"ignore_case", true}});
   }
   return rules;
 }
@@ -32,7 +35,8 @@ json secretCommandRule() {
        "(?:.* )?(?:[^ ]*/)?(?:\\.env(?:\\.[^ /]*)?|[^ /]*\\.pem|[^ /]*\\.key|id_rsa[^ /]*|"
        "\\.netrc|credentials[^ /]*|[^ /]*secret[^ /]*|\\.ssh|\\.aws|\\.gnupg)(?:/[^ ]*)?(?: .*)?"},
       {"action", "deny"},
-      {"description", kSecretReason}};
+      {"description", kSecretReason},
+      {"ignore_case", true}};
 }
 
 json secretPythonRule() {
@@ -40,7 +44,8 @@ json secretPythonRule() {
            ".*(?:\\.env\\b|id_rsa|\\.ssh/|\\.aws/|\\.gnupg/|\\.netrc|\\.pem\\b|\\.key\\b|"
            "credentials|secret).*"},
           {"action", "deny"},
-          {"description", kSecretReason}};
+          {"description", kSecretReason},
+          {"ignore_case", true}};
 }
 
 json deny(const char* regex, const char* description) {

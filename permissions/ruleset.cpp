@@ -79,17 +79,21 @@ Result<Ruleset::Rule> Ruleset::compileRule(Operation op, const nlohmann::json& r
   }
   out.action = *parseAction(rule["action"].get<std::string>());
   out.description = rule.value("description", "");
+  // Inline, so that the rule still joins the others' RE2::Set.
+  const bool ignore_case = rule.value("ignore_case", false);
+  const std::string flags = ignore_case ? "(?i)" : "";
   if (!has_pattern) {
     out.text = rule["regex"].get<std::string>();
-    BYD_ASSIGN_OR_RETURN(out.re, compileRegex(out.text, where + ".regex"));
+    BYD_ASSIGN_OR_RETURN(out.re, compileRegex(flags + out.text, where + ".regex"));
     return out;
   }
   out.text = rule["pattern"].get<std::string>();
   if (op == Operation::kExecute || op == Operation::kPython) {
-    BYD_ASSIGN_OR_RETURN(out.re, compileRegex(commandPatternToRegex(out.text), where + ".pattern"));
+    BYD_ASSIGN_OR_RETURN(out.re,
+                         compileRegex(flags + commandPatternToRegex(out.text), where + ".pattern"));
     return out;
   }
-  auto glob = GlobMatcher::compile(out.text);
+  auto glob = GlobMatcher::compile(out.text, ignore_case);
   if (!glob.ok()) return invalidArgument(where + ".pattern: " + glob.status().message());
   out.glob = std::move(*glob);
   return out;

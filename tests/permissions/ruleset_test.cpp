@@ -248,3 +248,45 @@ TEST(Presets, StrictAsksForEverything) {
 
 }  // namespace
 }  // namespace byd::permissions
+
+namespace byd::permissions {
+namespace {
+
+TEST(Ruleset, IgnoreCaseRules) {
+  Ruleset rs =
+      load({{"default", "allow"},
+            {"read",
+             {{"rules",
+               {{{"pattern", "**/*.LOG"}, {"action", "deny"}, {"ignore_case", true}},
+                {{"regex", "keep/[a-z]+"}, {"action", "deny"}, {"ignore_case", true}},
+                {{"pattern", "exact.TXT"}, {"action", "deny"}}}}}},
+            {"execute",
+             {{"rules", {{{"pattern", "rm -rf*"}, {"action", "deny"}, {"ignore_case", true}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kRead, "a/b.log").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kRead, "KEEP/Abc").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kRead, "exact.txt").action, Action::kAllow);  // case kept
+  EXPECT_EQ(rs.decide(Operation::kRead, "exact.TXT").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "RM -RF x").action, Action::kDeny);
+  EXPECT_FALSE(
+      Ruleset::fromJson(
+          {{"default", "allow"},
+           {"read", {{"rules", {{{"pattern", "x"}, {"action", "deny"}, {"ignore_case", "yes"}}}}}}})
+          .ok());
+}
+
+// A case-insensitive filesystem (ext4 casefold, macOS) resolves these to the real secrets.
+TEST(Presets, SecretsAreDeniedInAnyCase) {
+  for (const char* name : {"default", "permissive", "readonly", "strict"}) {
+    Ruleset rs = load(*presetJson(name));
+    for (const char* path : {".ENV", "app/.Env.Local", "ID_RSA", "Credentials.txt",
+                             "keys/Server.PEM", ".SSH/config", "My_Secrets.yaml"}) {
+      EXPECT_EQ(rs.decide(Operation::kRead, path).action, Action::kDeny) << name << " " << path;
+      EXPECT_EQ(rs.decide(Operation::kGrep, path).action, Action::kDeny) << name << " " << path;
+    }
+    EXPECT_EQ(rs.decide(Operation::kExecute, "cat .ENV").action, Action::kDeny) << name;
+    EXPECT_EQ(rs.decide(Operation::kPython, "open('ID_RSA').read()").action, Action::kDeny) << name;
+  }
+}
+
+}  // namespace
+}  // namespace byd::permissions
