@@ -238,7 +238,8 @@ Result<WriteTarget> findWriteTarget(const PathResolver& resolver, const std::str
   return errnoStatus(ELOOP, key);
 }
 
-Result<std::string> readExisting(const WriteTarget& target, const std::string& key) {
+// The existing file of `target`, opened for reading, checked to be the one found.
+Result<UniqueFd> openExisting(const WriteTarget& target, const std::string& key) {
   int fd = ::openat(target.dir.get(), target.name.c_str(),
                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return errnoStatus(errno, key);
@@ -248,7 +249,39 @@ Result<std::string> readExisting(const WriteTarget& target, const std::string& k
   if (st.st_dev != target.st.st_dev || st.st_ino != target.st.st_ino) {
     return failedPrecondition(quote(key) + " changed while it was being written");
   }
-  return preadAll(fd, 0, std::numeric_limits<uint64_t>::max(), st.st_size, key);
+  return owned;
+}
+
+// Copies the first `size` bytes of `src` to `dst` at the same offsets, in the kernel where it
+// can and through a 1 MiB buffer where it cannot: memory stays bounded whatever the size, and
+// holes stay holes (only the data extents are copied), so a sparse file costs no more disk.
+Status copyContents(int src, int dst, uint64_t size, const std::string& key) {
+  std::vector<char> buffer;
+  for (off_t at = 0; static_cast<uint64_t>(at) < size;) {
+    off_t begin = ::lseek(src, at, SEEK_DATA);
+    if (begin < 0 && errno == ENXIO) break;  // only a hole is left
+    if (begin < 0) return errnoStatus(errno, key);
+    off_t end = ::lseek(src, begin, SEEK_HOLE);
+    if (end < 0) return errnoStatus(errno, key);
+    end = std::min<off_t>(end, static_cast<off_t>(size));
+    loff_t in = begin, out = begin;
+    while (in < end) {
+      ssize_t n = ::copy_file_range(src, &in, dst, &out, static_cast<size_t>(end - in), 0);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        buffer.resize(1 << 20);
+        n = ::pread(src, buffer.data(), std::min<size_t>(buffer.size(), end - in), in);
+        if (n > 0 && ::pwrite(dst, buffer.data(), n, out) != n) return errnoStatus(errno, key);
+        if (n > 0) in += n, out += n;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errnoStatus(errno, key);
+      if (n == 0) break;  // the file shrank meanwhile
+    }
+    at = end;
+  }
+  if (::ftruncate(dst, static_cast<off_t>(size)) != 0) return errnoStatus(errno, key);
+  if (::lseek(dst, static_cast<off_t>(size), SEEK_SET) < 0) return errnoStatus(errno, key);
+  return okStatus();
 }
 
 // The replacement keeps the old file's owner (when we may set it) and permission bits.
@@ -271,7 +304,9 @@ void syncDir(int dirfd) {
   ::close(fd);
 }
 
-Result<WriteOutcome> replaceAtomically(const WriteTarget& target, std::string_view prefix,
+// Writes `data` to a new file that then takes the target's place; with `append`, after a copy
+// of the existing file's contents.
+Result<WriteOutcome> replaceAtomically(const WriteTarget& target, bool append,
                                        std::string_view data, bool no_replace,
                                        const std::string& key) {
   // A new file gets 0666 minus the umask from open(); an existing file's copy starts private
@@ -279,7 +314,12 @@ Result<WriteOutcome> replaceAtomically(const WriteTarget& target, std::string_vi
   const mode_t mode = target.exists ? 0600 : 0666;
   BYD_ASSIGN_OR_RETURN(TempFile tmp, TempFile::create(target.dir.get(), target.name, mode, key));
   if (target.exists) BYD_RETURN_IF_ERROR(copyAttributes(tmp.fd(), target.st, key));
-  BYD_RETURN_IF_ERROR(writeAll(tmp.fd(), prefix, key));
+  if (append && target.exists) {
+    BYD_ASSIGN_OR_RETURN(UniqueFd existing, openExisting(target, key));
+    struct stat now;
+    if (::fstat(existing.get(), &now) != 0) return errnoStatus(errno, key);
+    BYD_RETURN_IF_ERROR(copyContents(existing.get(), tmp.fd(), now.st_size, key));
+  }
   BYD_RETURN_IF_ERROR(writeAll(tmp.fd(), data, key));
   if (::fsync(tmp.fd()) != 0) return errnoStatus(errno, key);
   struct stat st;
@@ -466,11 +506,8 @@ Result<WriteOutcome> LocalBackend::write(const std::string& key, std::string_vie
     BYD_RETURN_IF_ERROR(requireRegular(target.st, loc.key));
     if (mode == WriteMode::kCreate) return alreadyExists(quote(loc.key) + " already exists");
   }
-  std::string existing;
-  if (mode == WriteMode::kAppend && target.exists) {
-    BYD_ASSIGN_OR_RETURN(existing, readExisting(target, loc.key));
-  }
-  return replaceAtomically(target, existing, data, mode == WriteMode::kCreate, loc.key);
+  return replaceAtomically(target, mode == WriteMode::kAppend, data, mode == WriteMode::kCreate,
+                           loc.key);
 }
 
 void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not,

@@ -195,6 +195,32 @@ class Adversarial(unittest.TestCase):
         self.assertIn("nested deeper", m["error"]["message"])
 
 
+class AppendToAHugeFile(unittest.TestCase):
+    def test_append_to_a_sparse_file_keeps_memory_and_disk_bounded(self):
+        # One byte appended to a 2 GiB sparse file: copied in bounded memory, holes kept.
+        with tempfile.TemporaryDirectory(prefix="byd-append-") as ws:
+            path = os.path.join(ws, "big.bin")
+            with open(path, "wb") as f:
+                f.write(b"head")
+                f.truncate(2 << 30)
+            c = Client(BINARY, "--root", ws, "--log-level", "warn", "--ruleset", "permissive")
+            try:
+                r = c.call("write_file", path="big.bin", content="!", mode="append")
+                self.assertFalse(r.get("isError"), r)
+                with open(f"/proc/{c.proc.pid}/status") as f:
+                    peak_kib = int(f.read().split("VmHWM:")[1].split()[0])
+            finally:
+                c.close()
+            self.assertLess(peak_kib, 256 << 10)
+            st = os.stat(path)
+            self.assertEqual(st.st_size, (2 << 30) + 1)
+            self.assertLess(st.st_blocks * 512, 16 << 20)  # still sparse
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(4), b"head")
+                f.seek(2 << 30)
+                self.assertEqual(f.read(), b"!")
+
+
 class EnvThatRunsCode(unittest.TestCase):
     """execute's `env` with variables that make bash or git run code, under a ruleset that
     allows only `echo hello` and `git status*`: refused, and nothing ran."""
