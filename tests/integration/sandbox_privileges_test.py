@@ -75,13 +75,29 @@ def evil_tar(path):
         tar.addfile(folder)
 
 
-def host_uid_of(marker, timeout=10):
-    """The host's real, effective and saved uids of the process whose command line holds
-    `marker`, once it shows up."""
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def descends_from(pid, ancestor):
+    while pid > 1:
+        pid = parent_of(pid)
+        if pid == ancestor:
+            return True
+    return False
+
+
+def host_uid_of(marker, server_pid, timeout=10):
+    """The host's real, effective and saved uids of the process below `server_pid` whose
+    command line holds `marker`, once it shows up (other tests may run kernels meanwhile)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for name in os.listdir("/proc"):
-            if not name.isdigit():
+            if not name.isdigit() or not descends_from(int(name), server_pid):
                 continue
             try:
                 with open(f"/proc/{name}/cmdline", "rb") as f:
@@ -156,12 +172,13 @@ class PrivilegesTest(unittest.TestCase):
                                "params": {"name": "execute",
                                           "arguments": {"command": f"exec {marker}"}}}).encode()
                    + b"\n")
-        uids = host_uid_of(marker)
+        uids = host_uid_of(marker, c.proc.pid)
         answer = c.wait_for(lambda m: m.get("id") == rid, 30)
         self.assertEqual(answer["result"]["structuredContent"]["exit_code"], 0, answer)
         self.assertEqual(uids, [expected] * 3)
         server.python("1")
-        self.assertEqual(host_uid_of("-I -S -u /dev/fd/3"), [expected] * 3, "the Python kernel")
+        self.assertEqual(host_uid_of("-I -S -u /dev/fd/3", c.proc.pid), [expected] * 3,
+                         "the Python kernel")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs a server running as root")
