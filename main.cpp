@@ -1,6 +1,7 @@
 // backyard-mcp: parses the configuration, opens the backend and serves MCP over stdio or HTTP.
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -55,8 +56,13 @@ struct OpenedBackend {
 };
 
 // The Docker backend: --root, or a fresh temporary directory owned by the container's user.
-byd::Result<OpenedBackend> openDocker(const byd::Config& c, bool warm) {
+byd::Result<OpenedBackend> openDocker(const byd::Config& config, bool warm) {
   OpenedBackend out;
+  byd::Config c = config;
+  if (!c.sandbox_user.empty()) {
+    BYD_ASSIGN_OR_RETURN(auto ids, byd::resolveSandboxUser(c.sandbox_user));
+    c.docker.user = std::to_string(ids.first) + ":" + std::to_string(ids.second);
+  }
   std::string workspace = c.root;
   if (!c.root_given) {
     out.temp_dir = std::make_shared<TempDir>();
@@ -72,6 +78,18 @@ byd::Result<OpenedBackend> openDocker(const byd::Config& c, bool warm) {
                                 std::string(strerror(errno)));
     }
     workspace = dir;
+  } else if (struct stat st; warm && stat(workspace.c_str(), &st) == 0) {
+    BYD_ASSIGN_OR_RETURN(byd::ContainerUser user, byd::parseContainerUser(c.docker.user));
+    const bool writable = (st.st_uid == user.uid && (st.st_mode & S_IWUSR)) ||
+                          (st.st_gid == user.gid && (st.st_mode & S_IWGRP)) ||
+                          (st.st_mode & S_IWOTH);
+    if (!writable) {
+      spdlog::warn("docker: the container's user (uid {}) cannot write {} (owned by uid {}); {}",
+                   user.uid, workspace, st.st_uid,
+                   st.st_uid == 0 ? "give that uid write access to it"
+                                  : "start with --sandbox-user " + std::to_string(st.st_uid) +
+                                        " to run commands as its owner");
+    }
   }
   BYD_ASSIGN_OR_RETURN(auto docker, byd::DockerBackend::open(workspace, c.docker));
   std::string runtime = "its runtime unknown until the engine answers";

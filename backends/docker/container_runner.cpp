@@ -30,15 +30,15 @@ void LineTracker::feed(std::string_view data,
   last_ = Clock::now();
 }
 
-Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(const Client& client,
-                                                                const std::string& container,
-                                                                const std::string& python,
-                                                                const std::string& script,
-                                                                const std::string& user) {
+Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(
+    const Client& client, const std::string& container, const std::string& python,
+    const std::vector<std::string>& args, const std::string& user) {
+  std::vector<std::string> cmd = {python, "-I", "-S", "-u"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
   BYD_ASSIGN_OR_RETURN(
       json made,
       client.request("POST", "/containers/" + container + "/exec",
-                     {{"Cmd", {python, "-I", "-S", "-u", script}},
+                     {{"Cmd", cmd},
                       {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}},
                       {"User", user},
                       {"WorkingDir", "/workspace"},

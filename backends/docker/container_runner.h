@@ -57,12 +57,13 @@ class LineTracker {
 
 class ContainerRunner {
  public:
-  // Starts a runner in `container` through one exec of `python` on `script`, as `user`; an error
-  // when it does not come up (an image without Python): then use one exec per command.
+  // Starts a runner in `container` through one exec of `python -I -S -u ARGS...` (the runner's
+  // script, behind what confines it), as `user`; an error when it does not come up (an image
+  // without Python): then use one exec per command.
   static Result<std::unique_ptr<ContainerRunner>> start(const Client& client,
                                                         const std::string& container,
                                                         const std::string& python,
-                                                        const std::string& script,
+                                                        const std::vector<std::string>& args,
                                                         const std::string& user);
   ~ContainerRunner();
 

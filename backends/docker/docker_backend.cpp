@@ -16,11 +16,14 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/docker/orphans.h"
+#include "backends/local/sandbox_seccomp.h"
 
 namespace byd {
 
 extern const char kPythonKernelSource[];
 extern const char kDockerRunnerSource[];
+extern const char kDockerConfineSource[];
+extern const char kDockerConfineSource[];
 
 namespace {
 
@@ -55,6 +58,13 @@ class AsUser {
   int old_uid_, old_gid_;
 };
 
+// The arguments after `python -I -S -u` that run `script` under the sandbox's seccomp filter
+// (confine.py): gVisor does not apply the engine's profile to what `docker exec` starts.
+std::vector<std::string> confined(const std::string& script) {
+  return {std::string(kKernelDir) + "/confine.py", std::string(kKernelDir) + "/seccomp.bpf",
+          script};
+}
+
 std::string urlEncode(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -74,6 +84,12 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string shellWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + quote(w);
+  return out;
 }
 
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
@@ -281,7 +297,9 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
         {{"Type", "volume"}, {"Target", kKernelDir}}}},
       {"NetworkMode", options_.network},
       {"CapDrop", {"ALL"}},
-      {"SecurityOpt", {"no-new-privileges"}},
+      // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
+      // in place of the engine's default profile.
+      {"SecurityOpt", {"no-new-privileges", "seccomp=" + containerSeccompProfile().dump()}},
       {"ReadonlyRootfs", true},
       {"Tmpfs", {{"/tmp", "rw,nosuid,nodev,size=256m"}}},
       {"Memory", options_.memory_bytes},
@@ -304,9 +322,13 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   const std::string id = created.value("Id", "");
   if (id.empty()) return internalError("the Docker engine created a container without an id");
   // The kernel's and the runner's source, read-only for the container's user.
-  BYD_ASSIGN_OR_RETURN(std::string tar,
-                       docker::makeTar({{"kernel.py", kPythonKernelSource, 0644},
-                                        {"runner.py", kDockerRunnerSource, 0644}}));
+  BYD_ASSIGN_OR_RETURN(std::vector<char> bpf, compileSeccompFilter());
+  BYD_ASSIGN_OR_RETURN(
+      std::string tar,
+      docker::makeTar({{"kernel.py", kPythonKernelSource, 0644},
+                       {"runner.py", kDockerRunnerSource, 0644},
+                       {"confine.py", kDockerConfineSource, 0644},
+                       {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
   BYD_ASSIGN_OR_RETURN(docker::Reply put,
                        client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
                                     "application/x-tar"));
@@ -566,7 +588,7 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(
     const std::string& container) const {
   return ContainerRunner::start(client_, container, options_.python,
-                                std::string(kKernelDir) + "/runner.py", options_.user);
+                                confined(std::string(kKernelDir) + "/runner.py"), options_.user);
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
@@ -694,18 +716,18 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
   const std::string kernel = std::string(kKernelDir) + "/kernel.py";
   BYD_ASSIGN_OR_RETURN(
       json made,
-      client_.request(
-          "POST", "/containers/" + container + "/exec",
-          {{"Cmd",
-            {"setsid", "-w", "/bin/sh", "-c",
-             "echo $$ > " + pid_file + "; exec " + quote(options_.python) + " -I -S -u " + kernel}},
-           {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},
-           {"User", options_.user},
-           {"WorkingDir", "/workspace"},
-           {"AttachStdin", true},
-           {"AttachStdout", true},
-           {"AttachStderr", true},
-           {"Tty", false}}));
+      client_.request("POST", "/containers/" + container + "/exec",
+                      {{"Cmd",
+                        {"setsid", "-w", "/bin/sh", "-c",
+                         "echo $$ > " + pid_file + "; exec " + quote(options_.python) +
+                             " -I -S -u " + shellWords(confined(kernel))}},
+                       {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},
+                       {"User", options_.user},
+                       {"WorkingDir", "/workspace"},
+                       {"AttachStdin", true},
+                       {"AttachStdout", true},
+                       {"AttachStderr", true},
+                       {"Tty", false}}));
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn,
                        client_.startExec(made.value("Id", "")));
   auto signal = [this, container, pid_file](int sig) { killGroup(container, pid_file, sig); };

@@ -28,8 +28,10 @@ struct DockerOptions {
   int64_t memory_bytes = int64_t{1} << 30;  // and no swap beyond it
   double cpus = 1.0;
   int64_t pids = 256;
-  std::string user = "1000:1000";  // never root; owns what the file tools write
-  std::string container_name;      // reattach (start if stopped) and keep at exit
+  // Never root; owns what the file tools write. The dedicated uid of the sandbox user, which
+  // owns nothing else of the host's (--sandbox-user chooses another).
+  std::string user = "65533:65533";
+  std::string container_name;  // reattach (start if stopped) and keep at exit
   std::string python = "python3";
   PythonOptions python_options;
 };

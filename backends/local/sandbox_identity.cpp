@@ -74,6 +74,15 @@ Result<std::pair<uid_t, gid_t>> resolveUser(const std::string& user) {
 
 }  // namespace
 
+Result<std::pair<uid_t, gid_t>> resolveSandboxUser(const std::string& user) {
+  BYD_ASSIGN_OR_RETURN(auto ids, resolveUser(user));
+  if (ids.first == 0) {
+    return invalidArgument("--sandbox-user " + user +
+                           ": sandboxed commands never run as root; name an unprivileged user");
+  }
+  return ids;
+}
+
 SandboxIdentity::SandboxIdentity(SandboxIdentity&& other) noexcept { *this = std::move(other); }
 
 SandboxIdentity& SandboxIdentity::operator=(SandboxIdentity&& other) noexcept {
@@ -122,12 +131,8 @@ Result<SandboxIdentity> SandboxIdentity::create(const std::string& user,
     return failedPrecondition("cannot inspect " + writable.front() + ": " + errnoText());
   }
   if (!user.empty()) {
-    BYD_ASSIGN_OR_RETURN(auto ids, resolveUser(user));
+    BYD_ASSIGN_OR_RETURN(auto ids, resolveSandboxUser(user));
     std::tie(id.uid_, id.gid_) = ids;
-    if (id.uid_ == 0) {
-      return invalidArgument("--sandbox-user " + user +
-                             ": sandboxed commands never run as root; name an unprivileged user");
-    }
     id.description_ = "uid " + std::to_string(id.uid_) + " (--sandbox-user)";
   } else if (root_st.st_uid != 0) {
     const passwd* pw = getpwuid(root_st.st_uid);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -21,6 +22,10 @@ namespace byd {
 inline constexpr uid_t kDedicatedSandboxUid = 65533;
 // The ids a command has inside its sandbox, whoever it is outside.
 inline constexpr uid_t kSandboxInnerUid = 1000;
+
+// --sandbox-user as host ids: a user name or a numeric uid (a uid without an account is its
+// own gid). Root is refused.
+Result<std::pair<uid_t, gid_t>> resolveSandboxUser(const std::string& user);
 
 class SandboxIdentity {
  public:

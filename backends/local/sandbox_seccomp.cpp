@@ -8,7 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <iterator>
+#include <string>
 
 namespace byd {
 namespace {
@@ -42,36 +48,66 @@ constexpr const char* kDeniedSyscalls[] = {"ptrace",
                                            "open_by_handle_at",
                                            "userfaultfd"};
 
+// The calls that set a mode, or create a file, directory or node with one: which argument
+// holds the mode and, for open, which holds the flags that say it creates (-1: always).
+struct ModeCall {
+  const char* name;
+  int number;  // for a call newer than this libseccomp's table; else -1
+  unsigned mode_arg;
+  int flags_arg;
+};
+constexpr ModeCall kModeCalls[] = {{"chmod", -1, 1, -1},    {"fchmod", -1, 1, -1},
+                                   {"fchmodat", -1, 2, -1}, {"fchmodat2", 452, 2, -1},  // Linux 6.6
+                                   {"creat", -1, 1, -1},    {"mkdir", -1, 1, -1},
+                                   {"mkdirat", -1, 2, -1},  {"mknod", -1, 1, -1},
+                                   {"mknodat", -1, 2, -1},  {"open", -1, 2, 1},
+                                   {"openat", -1, 3, 2}};
+constexpr uint64_t kSetidBits[] = {S_ISUID, S_ISGID};
+constexpr uint64_t kTmpfile = 020000000;  // __O_TMPFILE: creates a file as O_CREAT does
+constexpr uint64_t kCreateFlags[] = {O_CREAT, kTmpfile};
+
+int resolve(const ModeCall& call) {
+  const int nr = seccomp_syscall_resolve_name(call.name);
+  return nr == __NR_SCMP_ERROR ? call.number : nr;
+}
+
 // Refuses (EPERM) every way a process can give a file the setuid or setgid bit: a changed
 // mode, or a created file's or directory's mode. openat2 hides its mode in a struct that
 // seccomp cannot read, so it is answered ENOSYS and libc falls back to openat.
 int refuseSetidModes(scmp_filter_ctx ctx) {
-  constexpr int kFchmodat2 = 452;           // Linux 6.6; newer than this libseccomp's table
-  constexpr uint64_t kTmpfile = 020000000;  // __O_TMPFILE: creates a file as O_CREAT does
   const auto deny = SCMP_ACT_ERRNO(EPERM);
   int rc = 0;
-  for (const uint64_t bit : {uint64_t{S_ISUID}, uint64_t{S_ISGID}}) {
-    auto mode = [bit](unsigned arg) { return SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, bit, bit); };
-    // The mode is the argument after the path (or descriptor) and its directory, if any.
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(chmod), 1, mode(1));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(fchmod), 1, mode(1));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(fchmodat), 1, mode(2));
-    rc |= seccomp_rule_add(ctx, deny, kFchmodat2, 1, mode(2));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(creat), 1, mode(1));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mkdir), 1, mode(1));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mkdirat), 1, mode(2));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mknod), 1, mode(1));
-    rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(mknodat), 1, mode(2));
-    for (const uint64_t creates : {uint64_t{O_CREAT}, kTmpfile}) {
-      auto flags = [creates](unsigned arg) {
-        return SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, creates, creates);
-      };
-      rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(open), 2, flags(1), mode(2));
-      rc |= seccomp_rule_add(ctx, deny, SCMP_SYS(openat), 2, flags(2), mode(3));
+  for (const ModeCall& call : kModeCalls) {
+    const int nr = resolve(call);
+    if (nr < 0) continue;
+    for (const uint64_t bit : kSetidBits) {
+      const scmp_arg_cmp mode = SCMP_CMP(call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit);
+      if (call.flags_arg < 0) {
+        rc |= seccomp_rule_add(ctx, deny, nr, 1, mode);
+        continue;
+      }
+      for (const uint64_t creates : kCreateFlags) {
+        const scmp_arg_cmp flags =
+            SCMP_CMP(static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, creates, creates);
+        rc |= seccomp_rule_add(ctx, deny, nr, 2, flags, mode);
+      }
     }
   }
   rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
   return rc;
+}
+
+nlohmann::json argRule(unsigned index, uint64_t mask, uint64_t value) {
+  return {{"index", index}, {"value", mask}, {"valueTwo", value}, {"op", "SCMP_CMP_MASKED_EQ"}};
+}
+
+nlohmann::json syscallRule(std::vector<std::string> names, int errno_ret,
+                           nlohmann::json args = nlohmann::json::array()) {
+  nlohmann::json rule = {{"names", std::move(names)},
+                         {"action", errno_ret ? "SCMP_ACT_ERRNO" : "SCMP_ACT_ALLOW"},
+                         {"args", std::move(args)}};
+  if (errno_ret) rule["errnoRet"] = errno_ret;
+  return rule;
 }
 
 }  // namespace
@@ -110,6 +146,57 @@ Result<std::vector<char>> compileSeccompFilter(bool refuse_setid) {
   seccomp_release(ctx);
   if (bpf.empty()) return internalError("exporting the seccomp filter failed");
   return bpf;
+}
+
+nlohmann::json containerSeccompProfile() {
+  // Conditional calls are left out of the plain list: each gets rules that allow what is
+  // harmless and refuse the rest, with no overlap between the two.
+  std::vector<std::string> conditional = {"clone", "clone3", "openat2"};
+  for (const ModeCall& call : kModeCalls) conditional.push_back(call.name);
+  auto listed = [](const auto& list, const std::string& name) {
+    return std::find(std::begin(list), std::end(list), name) != std::end(list);
+  };
+  std::vector<std::string> allowed;
+  for (int nr = 0; nr < 1024; ++nr) {
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+    if (name == nullptr) continue;
+    if (!listed(kDeniedSyscalls, name) && !listed(conditional, name)) allowed.push_back(name);
+    free(name);
+  }
+  nlohmann::json rules = nlohmann::json::array();
+  rules.push_back(syscallRule(std::move(allowed), 0));
+  rules.push_back(syscallRule({std::begin(kDeniedSyscalls), std::end(kDeniedSyscalls)}, EPERM));
+  rules.push_back(syscallRule({"clone"}, 0, {argRule(0, CLONE_NEWUSER, 0)}));
+  rules.push_back(syscallRule({"clone"}, EPERM, {argRule(0, CLONE_NEWUSER, CLONE_NEWUSER)}));
+  const uint64_t setid = S_ISUID | S_ISGID;
+  for (const ModeCall& call : kModeCalls) {
+    std::vector<std::string> name = {call.name};
+    rules.push_back(syscallRule(name, 0, {argRule(call.mode_arg, setid, 0)}));
+    if (call.flags_arg >= 0) {
+      const auto flags = static_cast<unsigned>(call.flags_arg);
+      rules.push_back(syscallRule(name, 0, {argRule(flags, O_CREAT | kTmpfile, 0)}));
+    }
+    for (const uint64_t bit : kSetidBits) {
+      if (call.flags_arg < 0) {
+        rules.push_back(syscallRule(name, EPERM, {argRule(call.mode_arg, bit, bit)}));
+        continue;
+      }
+      for (const uint64_t creates : kCreateFlags) {
+        rules.push_back(
+            syscallRule(name, EPERM,
+                        {argRule(static_cast<unsigned>(call.flags_arg), creates, creates),
+                         argRule(call.mode_arg, bit, bit)}));
+      }
+    }
+  }
+  const uint32_t arch = seccomp_arch_native();
+  const char* arch_name = arch == SCMP_ARCH_AARCH64 ? "SCMP_ARCH_AARCH64" : "SCMP_ARCH_X86_64";
+  // What no rule allows (clone3, openat2, calls newer than the list) is answered ENOSYS, so a
+  // program falls back to the older call, which the rules judge.
+  return {{"defaultAction", "SCMP_ACT_ERRNO"},
+          {"defaultErrnoRet", ENOSYS},
+          {"architectures", {arch_name}},
+          {"syscalls", std::move(rules)}};
 }
 
 }  // namespace byd

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 
 namespace byd {
@@ -13,5 +15,11 @@ namespace byd {
 // The filter as a BPF program (struct sock_filter[]), ready for SECCOMP_SET_MODE_FILTER.
 // `refuse_setid` false leaves out the mode refusals (tests only: see SandboxOptions::without).
 Result<std::vector<char>> compileSeccompFilter(bool refuse_setid = true);
+
+// The same refusals as a container engine's seccomp profile (JSON, for SecurityOpt
+// "seccomp=..."): every system call this libseccomp knows is allowed but the refused ones, the
+// setuid/setgid modes and new user namespaces; anything else (clone3, openat2, calls newer than
+// the list) is answered ENOSYS, so programs fall back to the calls the rules judge.
+nlohmann::json containerSeccompProfile();
 
 }  // namespace byd

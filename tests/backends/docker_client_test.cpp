@@ -15,6 +15,7 @@
 
 #include "backends/docker/docker_backend.h"
 #include "backends/docker/orphans.h"
+#include "backends/local/sandbox_identity.h"
 #include "tests/test_util.h"
 
 namespace byd::docker {
@@ -92,7 +93,7 @@ TEST(DockerBackendPathsTest, WorkspacePathsAreTheContainersView) {
   tmp.write("src/a.py", "x = 1\n");
   // The workspace belongs to the container's user, as the server arranges it.
   for (const auto& p : {tmp.path(), tmp.path() / "src", tmp.path() / "src/a.py"}) {
-    ASSERT_EQ(chown(p.c_str(), 1000, 1000), 0);
+    ASSERT_EQ(chown(p.c_str(), kDedicatedSandboxUid, kDedicatedSandboxUid), 0);
   }
   DockerOptions options;
   options.host = "unix:///nonexistent/docker.sock";  // file tools never ask the engine

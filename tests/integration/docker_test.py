@@ -20,9 +20,14 @@ import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sandbox_privileges_test import (COMMAND_ATTACKS, PYTHON_ATTACKS, evil_tar,  # noqa: E402
+                                     setid_files)
+
 BINARY = None
 RUNTIME = "runc"
 IMAGE = os.environ.get("BYD_DOCKER_IMAGE", "backyard-mcp/python:bookworm")
+SANDBOX_UID = 65533  # the container's user by default: a uid that owns nothing of the host's
 SOCKET = "/var/run/docker.sock"
 
 
@@ -138,7 +143,7 @@ class DockerBackend(unittest.TestCase):
         w = self.server.tool("write_file", {"path": "notes/a.txt", "content": "from the host\n"})
         self.assertFalse(w["isError"], w)
         r = self.server.sh("cat /workspace/notes/a.txt; pwd; id -u; echo made > b.txt")
-        self.assertEqual(r["stdout"], "from the host\n/workspace\n1000\n")
+        self.assertEqual(r["stdout"], f"from the host\n/workspace\n{SANDBOX_UID}\n")
         self.assertEqual(r["exit_code"], 0)
         read = self.server.tool("read_file", {"path": "/workspace/b.txt"})
         self.assertIn("made", read["content"][0]["text"])
@@ -147,7 +152,7 @@ class DockerBackend(unittest.TestCase):
         # Both ends see one owner: what the file tools write belongs to the container's user.
         r = self.server.sh("python3 -c \"import os; print(os.stat('notes/a.txt').st_uid)\"; "
                            "echo more >> notes/a.txt && echo ok")
-        self.assertEqual(r["stdout"], "1000\nok\n")
+        self.assertEqual(r["stdout"], f"{SANDBOX_UID}\nok\n")
 
     def test_exit_codes_stdin_env_and_cwd(self):
         r = self.server.tool("execute", {"command": "cat; echo \"$GREETING\"; pwd; exit 3",
@@ -202,7 +207,7 @@ class DockerBackend(unittest.TestCase):
             "'/run/docker.sock') if os.path.exists(p)])\"; "
             "find / -xdev -name '*.sock' 2>/dev/null | grep -c docker || true")
         self.assertEqual(sock["stdout"], "[]\n0\n")
-        self.assertEqual(self.server.sh("id -u")["stdout"], "1000\n")
+        self.assertEqual(self.server.sh("id -u")["stdout"], f"{SANDBOX_UID}\n")
 
     def _under_attack(self, tool, arguments, timeout=120):
         """Runs an attack while pinging; returns its result and the slowest ping in ms."""
@@ -216,6 +221,32 @@ class DockerBackend(unittest.TestCase):
             slowest = max(slowest, self.server.ping_ms())
             time.sleep(0.2)
         return self.server.wait(rid, timeout)["result"], slowest
+
+    def test_no_setuid_or_setgid_file_reaches_the_host(self):
+        # The Local sandbox's attacks, from a container: each is refused by the seccomp
+        # filter (the engine's profile, and under gVisor the runner's and kernel's own), and
+        # what the container makes belongs to its user, a uid that owns nothing else.
+        with tempfile.TemporaryDirectory(prefix="byd-setid-") as root:
+            os.chown(root, SANDBOX_UID, SANDBOX_UID)
+            evil_tar(os.path.join(root, "evil.tar"))
+            os.chown(os.path.join(root, "evil.tar"), SANDBOX_UID, SANDBOX_UID)
+            server = Stdio("--root", root)
+            try:
+                log = []
+                for command in COMMAND_ATTACKS:
+                    r = server.sh(command)
+                    log.append(f"$ {command}\n{r['stdout']}{r['stderr']}")
+                for code in PYTHON_ATTACKS:
+                    r = server.tool("run_python", {"code": "import os, stat\n" + code})
+                    log.append(f">>> {code}\n{json.dumps(r['structuredContent'].get('error'))}")
+                log = "\n".join(log)
+                self.assertEqual(setid_files(root), [], log)
+                self.assertGreaterEqual(log.count("Operation not permitted"),
+                                        len(COMMAND_ATTACKS) - 1, log)
+                self.assertEqual(server.sh("touch made; id -u")["stdout"], f"{SANDBOX_UID}\n")
+                self.assertEqual(os.stat(os.path.join(root, "made")).st_uid, SANDBOX_UID)
+            finally:
+                self.assertEqual(server.close(), 0)
 
     def test_a_fork_bomb_meets_the_pids_limit(self):
         # The bomb forks at the limit until the timeout ends the command's group (the command
@@ -336,7 +367,7 @@ class NamedContainer(unittest.TestCase):
     def test_survives_a_restart_of_the_server(self):
         name = f"byd-test-{os.getpid()}-{RUNTIME}"
         with tempfile.TemporaryDirectory(prefix="byd-named-") as root:
-            os.chown(root, 1000, 1000)
+            os.chown(root, SANDBOX_UID, SANDBOX_UID)
             try:
                 first = Stdio("--container-name", name, "--root", root)
                 first.sh("echo kept > /tmp/marker; echo file > here.txt")
@@ -478,7 +509,7 @@ class EngineRestart(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="byd-restart-") as tmp:
             root = os.path.join(tmp, "ws")
             os.mkdir(root)
-            os.chown(root, 1000, 1000)
+            os.chown(root, SANDBOX_UID, SANDBOX_UID)
             proxy = EngineProxy(os.path.join(tmp, "engine.sock"))
             proxy.up()
             server = Stdio("--docker-host", "unix://" + proxy.path, "--root", root)
@@ -505,7 +536,7 @@ class EngineRestart(unittest.TestCase):
 class EngineDown(unittest.TestCase):
     def test_file_tools_work_and_commands_say_why_not(self):
         with tempfile.TemporaryDirectory(prefix="byd-down-") as root:
-            os.chown(root, 1000, 1000)
+            os.chown(root, SANDBOX_UID, SANDBOX_UID)
             server = Stdio("--docker-host", "unix:///nonexistent/docker.sock", "--root", root)
             try:
                 w = server.tool("write_file", {"path": "a.txt", "content": "x"})

@@ -53,7 +53,7 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
       GTEST_SKIP() << "no Docker engine set up for tests (BYD_DOCKER_TESTS=1 is not set)";
     }
     // The workspace belongs to the container's user, as a real session's does.
-    ASSERT_EQ(chown(tmp_.str().c_str(), 1000, 1000), 0);
+    ASSERT_EQ(chown(tmp_.str().c_str(), kDedicatedSandboxUid, kDedicatedSandboxUid), 0);
     DockerOptions options;
     const char* image = getenv("BYD_DOCKER_IMAGE");
     options.image = image ? image : "backyard-mcp/python:bookworm";

@@ -14,6 +14,7 @@
 
 #include "backends/docker/docker_backend.h"
 #include "backends/local/local_backend.h"
+#include "backends/local/sandbox_identity.h"
 #include "backends/state/state_backend.h"
 #include "schemas/validator.h"
 #include "tests/test_util.h"
@@ -30,7 +31,7 @@ inline std::string backendName(const ::testing::TestParamInfo<BackendKind>& info
 }
 
 // The container's user, who owns a Docker workspace.
-inline constexpr uid_t kContainerUid = 1000;
+inline constexpr uid_t kContainerUid = kDedicatedSandboxUid;  // the container's user by default
 
 class ToolTest : public ::testing::TestWithParam<BackendKind> {
  protected:
