@@ -27,6 +27,10 @@ struct FileInfo {
   uint64_t size = 0;
   int64_t mtime_ns = 0;  // nanoseconds since the Unix epoch
   uint32_t mode = 0;     // permission bits (07777)
+  // Which file this is, and how many names it has (hard links); 0 and 1 where the backend has
+  // no such notion.
+  uint64_t dev = 0, ino = 0;
+  uint64_t nlink = 1;
 };
 
 enum class WriteMode { kOverwrite, kCreate, kAppend };

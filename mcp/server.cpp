@@ -625,7 +625,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
   // Stateless requests cannot ask the user mid-call: "ask" rules take the fallback there.
   const bool elicitation = !caller.stateless && caller.has("elicitation");
   mcp::ElicitingApprover approver(client_requests_, elicitation, options_.ask_timeout, token);
-  permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver);
+  permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver, &denied_files_);
   ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }, progress};
   return callTool(*tool, p.arguments, ctx, structured);
 }

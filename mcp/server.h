@@ -24,6 +24,7 @@
 #include "mcp/protocol.h"
 #include "mcp/stateless.h"
 #include "mcp/transport.h"
+#include "permissions/denied_files.h"
 #include "permissions/guard.h"
 #include "tools/registry.h"
 #include "tools/tool.h"
@@ -173,6 +174,7 @@ class Server : public MessageHandler {
   const Limits limits_;
   const ServerOptions options_;
   const permissions::Guard* const guard_;
+  permissions::DeniedFiles denied_files_;  // hard links to what the rules deny
   ClientRequests client_requests_;
   std::map<std::string, Method, std::less<>> methods_;
 

@@ -21,6 +21,9 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
     return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
                             ": it leads to " + displayTarget(real) + ", which the rules deny");
   }
+  if (op_ != Operation::kLs && op_ != Operation::kGlob) {
+    BYD_RETURN_IF_ERROR(checkLinks(key, real));
+  }
   std::lock_guard lock(look_mu_);
   // For read, the read rules have just passed `key` and what it leads to.
   look_ = Look{key, std::move(real), op_ == Operation::kRead};
@@ -33,6 +36,13 @@ std::optional<GuardedBackend::Look> GuardedBackend::takeLook(const std::string& 
   std::optional<Look> look = std::move(look_);
   look_.reset();
   return look;
+}
+
+Status GuardedBackend::checkLinks(const std::string& key, const std::string& real) const {
+  if (denied_files_ == nullptr) return okStatus();
+  auto info = inner_.stat(real);
+  if (!info.ok()) return okStatus();  // nothing there yet: the operation says so itself
+  return denied_files_->check(inner_, guard_, key, *info);
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
@@ -53,7 +63,7 @@ Status GuardedBackend::checkRead(const std::string& key) const {
     return permissionDenied("read denied for " + displayTarget(key) + ": it leads to " +
                             displayTarget(real) + ", which the rules deny");
   }
-  return okStatus();
+  return look ? okStatus() : checkLinks(key, real);  // normalize() looked at its own target
 }
 
 Result<FileInfo> GuardedBackend::stat(const std::string& key) const {
@@ -93,18 +103,21 @@ Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_v
   if (guard_.decide(op_, key).action == Action::kDeny) {
     BYD_RETURN_IF_ERROR(guard_.check(op_, key, nullptr));
   }
+  if (denied_files_ != nullptr) denied_files_->invalidate();
   return inner_.write(key, data, mode);
 }
 
 Result<ExecResult> GuardedBackend::execute(const ExecRequest& request,
                                            const CancelToken& cancel) const {
   BYD_RETURN_IF_ERROR(guard_.checkCommand(request.command, request.env, request.cwd, approver_));
+  if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
   return inner_.execute(request, cancel);
 }
 
 Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
                                                const CancelToken& cancel) const {
   BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_));
+  if (denied_files_ != nullptr) denied_files_->invalidate();
   return inner_.runPython(request, cancel);
 }
 

@@ -12,15 +12,18 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "permissions/denied_files.h"
 #include "permissions/guard.h"
 
 namespace byd::permissions {
 
 class GuardedBackend : public Backend {
  public:
-  // `approver` may be null (then "ask" falls back as the Guard says).
-  GuardedBackend(Backend& inner, const Guard& guard, Operation op, Approver* approver)
-      : inner_(inner), guard_(guard), op_(op), approver_(approver) {}
+  // `approver` may be null (then "ask" falls back as the Guard says); so may `denied_files`
+  // (then a hard link is judged by its own name only).
+  GuardedBackend(Backend& inner, const Guard& guard, Operation op, Approver* approver,
+                 DeniedFiles* denied_files = nullptr)
+      : inner_(inner), guard_(guard), op_(op), approver_(approver), denied_files_(denied_files) {}
 
   std::string_view kind() const override { return inner_.kind(); }
   std::string root() const override { return inner_.root(); }
@@ -53,11 +56,14 @@ class GuardedBackend : public Backend {
   };
   std::optional<Look> takeLook(const std::string& key) const;
   Status checkRead(const std::string& key) const;
+  // The file `real` reaches must not be another name (a hard link) of one the read rules deny.
+  Status checkLinks(const std::string& key, const std::string& real) const;
 
   Backend& inner_;
   const Guard& guard_;
   const Operation op_;
   Approver* const approver_;
+  DeniedFiles* const denied_files_;
   mutable std::atomic<size_t> hidden_{0};
   mutable std::mutex look_mu_;
   mutable std::optional<Look> look_;

@@ -34,6 +34,9 @@ FileInfo infoFrom(std::string name, const struct stat& st) {
   info.size = static_cast<uint64_t>(st.st_size);
   info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   info.mode = st.st_mode & 07777;
+  info.dev = st.st_dev;
+  info.ino = st.st_ino;
+  info.nlink = st.st_nlink;
   return info;
 }
 

@@ -221,6 +221,44 @@ class AppendToAHugeFile(unittest.TestCase):
                 self.assertEqual(f.read(), b"!")
 
 
+class HardLinkToASecret(unittest.TestCase):
+    """A hard link is the file itself under another name: a link to .env, present in the
+    checkout or made by a command, is judged as .env by every file tool."""
+
+    def test_hard_links_to_a_secret_are_refused(self):
+        with tempfile.TemporaryDirectory(prefix="byd-links-") as ws:
+            with open(os.path.join(ws, ".env"), "w") as f:
+                f.write("TOKEN=hunter2\n")
+            os.link(os.path.join(ws, ".env"), os.path.join(ws, "notes.txt"))
+            with open(os.path.join(ws, "a.txt"), "w") as f:
+                f.write("plain\n")
+            os.link(os.path.join(ws, "a.txt"), os.path.join(ws, "b.txt"))  # harmless links
+            c = Client(BINARY, "--root", ws, "--log-level", "warn", "--ruleset", "permissive")
+            try:
+                r = c.call("read_file", path="notes.txt")
+                self.assertTrue(r.get("isError"), r)
+                self.assertIn("another name (a hard link) of a file the rules deny", text(r))
+                r = c.call("grep", pattern="TOKEN", output_mode="content")
+                self.assertNotIn("hunter2", json.dumps(r))
+                r = c.call("edit_file", path="notes.txt", old_string="TOKEN", new_string="X",
+                           dry_run=True)
+                self.assertTrue(r.get("isError"), r)
+                self.assertNotIn("hunter2", json.dumps(r))
+                r = c.call("write_file", path="notes.txt", content="more", mode="append")
+                self.assertTrue(r.get("isError"), r)
+                self.assertIn("plain", text(c.call("read_file", path="b.txt")))
+                # A link a command makes is caught as well.
+                r = c.call("execute", command="ln .e?v made-by-a-command")
+                self.assertEqual(r["structuredContent"]["exit_code"], 0, r)
+                r = c.call("read_file", path="made-by-a-command")
+                self.assertTrue(r.get("isError"), r)
+                self.assertNotIn("hunter2", json.dumps(r))
+            finally:
+                c.close()
+            with open(os.path.join(ws, ".env")) as f:
+                self.assertEqual(f.read(), "TOKEN=hunter2\n")
+
+
 class EnvThatRunsCode(unittest.TestCase):
     """execute's `env` with variables that make bash or git run code, under a ruleset that
     allows only `echo hello` and `git status*`: refused, and nothing ran."""
