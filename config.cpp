@@ -134,6 +134,10 @@ Status applyConfigJson(const nlohmann::json& doc, Config& c) {
   if (doc.contains("session_idle_s")) c.session_idle_s = doc["session_idle_s"].get<double>();
   if (doc.contains("workspace_root")) c.workspace_root = doc["workspace_root"].get<std::string>();
   if (doc.contains("read_timeout_s")) c.read_timeout_s = doc["read_timeout_s"].get<double>();
+  if (doc.contains("max_connections")) c.max_connections = doc["max_connections"].get<size_t>();
+  if (doc.contains("max_connections_per_address")) {
+    c.max_connections_per_address = doc["max_connections_per_address"].get<size_t>();
+  }
   if (doc.contains("shutdown_grace_s")) {
     c.shutdown_grace_s = doc["shutdown_grace_s"].get<double>();
   }
@@ -260,8 +264,15 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
                  "HTTP: seconds after which an unused session is ended (default 1800)")
       ->check(CLI::Range(1.0, 604800.0));
   app.add_option("--read-timeout", flags.read_timeout_s,
-                 "HTTP: seconds a client has to send its whole request (default 30)")
+                 "HTTP: seconds a client has to send each whole request, headers and body, from "
+                 "its first byte (default 30)")
       ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--max-connections", flags.max_connections,
+                 "HTTP: connections open at once; more are refused with 503 (default 1024)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
+  app.add_option("--max-connections-per-address", flags.max_connections_per_address,
+                 "HTTP: connections open at once from one client address (default 256)")
+      ->check(CLI::Range(size_t{1}, size_t{100000}));
   app.add_option("--workspace-root", flags.workspace_root,
                  "HTTP, Local: each session works in a fresh directory made under this one");
   app.add_option("--shutdown-grace", flags.shutdown_grace_s,
@@ -325,6 +336,10 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (given("--shutdown-grace")) c.shutdown_grace_s = flags.shutdown_grace_s;
   if (given("--workspace-root")) c.workspace_root = flags.workspace_root;
   if (given("--read-timeout")) c.read_timeout_s = flags.read_timeout_s;
+  if (given("--max-connections")) c.max_connections = flags.max_connections;
+  if (given("--max-connections-per-address")) {
+    c.max_connections_per_address = flags.max_connections_per_address;
+  }
   if (given("--docker-host")) c.docker.host = flags.docker.host;
   if (c.docker.host.empty()) {
     if (const char* env = getenv("DOCKER_HOST")) c.docker.host = env;

@@ -44,6 +44,8 @@ struct Config {
   double session_idle_s = 1800;
   double shutdown_grace_s = 10;
   double read_timeout_s = 30;  // HTTP: for a client to send its whole request
+  size_t max_connections = 1024;
+  size_t max_connections_per_address = 256;
   std::string workspace_root;  // HTTP + Local/Docker: each session works in a fresh directory here
   DockerOptions docker;        // --backend docker
   bool root_given = false;     // --root (or "root" in the file) was set, not defaulted

@@ -249,6 +249,8 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
   http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
   http.read_timeout = std::chrono::seconds(static_cast<int64_t>(config.read_timeout_s));
+  http.max_connections = config.max_connections;
+  http.max_connections_per_address = config.max_connections_per_address;
   http.version = BYD_VERSION;
   // Stateless clients would share one workspace: not when each session must have its own.
   http.stateless = config.workspace_root.empty();

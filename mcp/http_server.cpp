@@ -16,6 +16,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/http_gate.h"
 #include "mcp/http_session.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
@@ -93,7 +94,7 @@ struct HttpServer::Impl {
   Limits limits;
   ServerOptions server_options;
   const permissions::Guard* guard;
-  httplib::Server http;
+  GatedServer http;
   int port = -1;
 
   mutable std::mutex mu;
@@ -112,7 +113,10 @@ struct HttpServer::Impl {
         factory(std::move(f)),
         limits(l),
         server_options(std::move(s)),
-        guard(g) {}
+        guard(g),
+        http(
+            GateOptions{std::chrono::duration_cast<std::chrono::milliseconds>(options.read_timeout),
+                        options.max_connections, options.max_connections_per_address}) {}
 
   // A name without a port stands for its scheme's default port (`default_port`; 0 where the
   // scheme has none), which must be the one this server listens on.
@@ -715,8 +719,8 @@ struct HttpServer::Impl {
     http.set_tcp_nodelay(true);
     http.set_keep_alive_timeout(5);  // also how long stop() may wait for an idle connection
     http.set_keep_alive_max_count(100000);
-    const size_t threads = options.threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    const size_t max_connections = options.max_connections;
+    http.new_task_queue = [max_connections] { return new ElasticTaskQueue(max_connections); };
     http.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
           jsonError(res, 500, rpc::kInternalError, "internal error");
@@ -744,7 +748,13 @@ struct HttpServer::Impl {
     http.Put("/mcp", not_allowed);
     http.Patch("/mcp", not_allowed);
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-      if (res.body.empty()) jsonError(res, res.status, rpc::kInvalidRequest, "not found");
+      if (!res.body.empty()) return;
+      // httplib's own refusals: a request it could not read (in time), or no such route.
+      const std::string message = res.status == 404   ? "not found"
+                                  : res.status == 400 ? "malformed or incomplete HTTP request"
+                                  : res.status == 413 ? "request too large"
+                                                      : "HTTP " + std::to_string(res.status);
+      jsonError(res, res.status, rpc::kInvalidRequest, message);
     });
   }
 };

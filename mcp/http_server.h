@@ -33,10 +33,11 @@ struct HttpOptions {
   size_t max_body_bytes = 16 << 20;
   size_t max_sessions = 64;
   std::chrono::seconds session_idle{1800};
-  std::chrono::seconds read_timeout{30};    // for a client to send its request
-  size_t threads = 64;                      // HTTP connections served at once
-  std::chrono::seconds shutdown_grace{10};  // for calls in flight at stop()
-  std::string version;                      // reported by /healthz
+  std::chrono::seconds read_timeout{30};     // for a client to send each whole request
+  size_t max_connections = 1024;             // open at once; the excess is refused with 503
+  size_t max_connections_per_address = 256;  // open at once from one client address
+  std::chrono::seconds shutdown_grace{10};   // for calls in flight at stop()
+  std::string version;                       // reported by /healthz
   // Requests of the stateless revision (2026-07-28) are served, by one dispatcher and backend
   // shared by every such client. Off when each session must have a workspace of its own.
   bool stateless = true;

@@ -611,6 +611,89 @@ class HttpLimits(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def trickle(self, port, source="127.0.0.1"):
+        """A connection that starts a request and then sends one header line at a time."""
+        import socket
+        s = socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        return s
+
+    def test_a_request_sent_slowly_is_cut_off_at_its_deadline(self):
+        # One header line a second keeps every read short; the request as a whole has three
+        # seconds. Before, such a client held its thread for as long as it kept sending.
+        server = Server(self.tmp.name, "--read-timeout", "3")
+        try:
+            s = self.trickle(server.port)
+            started, cut = time.monotonic(), None
+            for i in range(16):
+                time.sleep(1)
+                try:
+                    s.sendall(f"X-Slow-{i}: 1\r\n".encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    cut = time.monotonic() - started
+                    break
+            s.close()
+            self.assertIsNotNone(cut, "the slow request was never cut off")
+            self.assertLess(cut, 10)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    @staticmethod
+    def refused(sockets, timeout=10):
+        """The sockets among `sockets` that get a 503 within `timeout` seconds (the server
+        refuses at once; the wait is for a loaded machine to run it)."""
+        import select
+        got, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline and not got:
+            ready, _, _ = select.select(sockets, [], [], 0.2)
+            got = [s for s in ready if b"503" in s.recv(4096)]
+        return got
+
+    def test_connections_are_capped_per_address_and_in_total(self):
+        server = Server(self.tmp.name, "--max-connections", "8",
+                        "--max-connections-per-address", "3")
+        held = []
+        try:
+            # Four from one address: one of them is refused; another address is served.
+            held += [self.trickle(server.port, "127.0.0.3") for _ in range(4)]
+            self.assertEqual(len(self.refused(held)), 1)
+            self.assertEqual(server.request("GET", "/healthz")[0], 200)
+            # Up to the total (8), from other addresses; past it, refused (one or two, as the
+            # health check's connection may not have ended yet).
+            more = [self.trickle(server.port, f"127.0.0.{4 + i}") for i in range(6)]
+            held += more
+            self.assertGreaterEqual(len(self.refused(more)), 1)
+        finally:
+            for s in held:
+                s.close()
+        # Once they have gone, the server serves again.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if server.request("GET", "/healthz", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.assertEqual(server.request("GET", "/healthz")[0], 200)
+        self.assertEqual(server.stop(), 0)
+
+    def test_health_is_answered_while_many_slow_clients_are_held(self):
+        server = Server(self.tmp.name)
+        held = []
+        try:
+            held = [self.trickle(server.port, f"127.0.{1 + i // 200}.{2 + i % 200}")
+                    for i in range(300)]
+            time.sleep(0.5)
+            for _ in range(5):
+                self.assertEqual(server.request("GET", "/healthz", timeout=10)[0], 200)
+            status, _, _ = server.request("POST", body=INIT)
+            self.assertEqual(status, 200)
+        finally:
+            for s in held:
+                s.close()
+            self.assertEqual(server.stop(), 0)
+
     def test_beyond_loopback_needs_a_token(self):
         proc = subprocess.run([BINARY, "--transport", "http", "--listen", "0.0.0.0:0", "--root",
                                self.tmp.name], capture_output=True, text=True, timeout=30,
