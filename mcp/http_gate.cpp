@@ -7,7 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 namespace byd::mcp {
 namespace {
@@ -50,9 +54,16 @@ class GateStream : public httplib::Stream {
  public:
   GateStream(int sock, std::chrono::seconds write_timeout)
       : sock_(sock), write_timeout_(write_timeout) {}
-  void startRequest(Clock::time_point deadline) { deadline_ = deadline; }
+  void startRequest(Clock::time_point deadline) {
+    deadline_ = deadline;
+    status_ = 0;
+  }
   // The request being read ran out of time: httplib answers 400, and the connection ends.
   bool expired() const { return expired_; }
+  // The status of the answer to the current request (0 before it is written). After an error
+  // the connection ends: a request refused before its body was read (a bad Host, no token)
+  // leaves that body in the stream, where it would be read as the next request.
+  int status() const { return status_; }
 
   bool is_readable() const override { return buffered() > 0 || waitFor(sock_, POLLIN, deadline_); }
   bool is_writable() const override {
@@ -78,6 +89,9 @@ class GateStream : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
+    if (status_ == 0 && size >= 12 && memcmp(ptr, "HTTP/1.", 7) == 0) {
+      status_ = atoi(std::string(ptr + 9, 3).c_str());
+    }
     if (!is_writable()) return -1;
     ssize_t n;
     do {
@@ -108,6 +122,7 @@ class GateStream : public httplib::Stream {
   const std::chrono::seconds write_timeout_;
   Clock::time_point deadline_ = Clock::now();
   bool expired_ = false;
+  int status_ = 0;
   char buf_[16 * 1024];
   size_t begin_ = 0, end_ = 0;
 };
@@ -197,15 +212,19 @@ void GatedServer::refuse(socket_t sock, int status, const char* why) {
 }
 
 bool GatedServer::process_and_close_socket(socket_t sock) {
-  if (ElasticTaskQueue::overCapacity()) {
-    refuse(sock, 503, "too many connections: try again later");
-    return false;
-  }
   GateStream stream(sock, std::chrono::seconds(write_timeout_sec_));
   std::string address;
   int port = 0;
   stream.get_remote_ip_and_port(address, port);
+  if (ElasticTaskQueue::overCapacity()) {
+    spdlog::warn("http: refused a connection from {}: {} connections are open", address,
+                 options_.max_connections);
+    refuse(sock, 503, "too many connections: try again later");
+    return false;
+  }
   if (!admitAddress(address)) {
+    spdlog::warn("http: refused a connection from {}: it has {} open", address,
+                 options_.max_connections_per_address);
     refuse(sock, 503, "too many connections from this address: try again later");
     return false;
   }
@@ -222,7 +241,7 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
     stream.startRequest(Clock::now() + options_.request_deadline);
     bool closed = false;
     ok = process_request(stream, left == 1, closed, nullptr);
-    if (!ok || closed || stream.expired()) break;
+    if (!ok || closed || stream.expired() || stream.status() >= 400) break;
   }
   releaseAddress(address);
   ::shutdown(sock, SHUT_RDWR);

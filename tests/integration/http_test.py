@@ -694,6 +694,32 @@ class HttpLimits(unittest.TestCase):
                 s.close()
             self.assertEqual(server.stop(), 0)
 
+    def test_a_refused_request_does_not_leave_its_body_for_the_next(self):
+        # A request refused before its body is read (a foreign Host) ends its connection:
+        # before, the unread body was parsed as the next request, answered 400 line by line.
+        import socket
+        server = Server(self.tmp.name)
+        try:
+            body = json.dumps(INIT).encode()
+            bad = (f"POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json"
+                   f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+            good = (f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n").encode()
+            s = socket.create_connection(("127.0.0.1", server.port))
+            s.sendall(bad + good)
+            s.settimeout(10)
+            answer = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+            s.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 403"), answer[:200])
+            self.assertNotIn(b"400", answer)
+            self.assertEqual(server.request("GET", "/healthz")[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_beyond_loopback_needs_a_token(self):
         proc = subprocess.run([BINARY, "--transport", "http", "--listen", "0.0.0.0:0", "--root",
                                self.tmp.name], capture_output=True, text=True, timeout=30,
