@@ -112,6 +112,10 @@ nlohmann::json syscallRule(std::vector<std::string> names, int errno_ret,
 
 }  // namespace
 
+std::vector<std::string> refusedSyscalls() {
+  return {std::begin(kDeniedSyscalls), std::end(kDeniedSyscalls)};
+}
+
 Result<std::vector<char>> compileSeccompFilter(bool refuse_setid) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return internalError("seccomp_init failed");

@@ -4,6 +4,7 @@
 // terminal-injecting ioctls, and any setuid or setgid bit in a mode (chmod and kin, and the
 // mode of a created file, directory or node) fail with EPERM.
 
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,9 @@
 namespace byd {
 
 // The filter as a BPF program (struct sock_filter[]), ready for SECCOMP_SET_MODE_FILTER.
+// The names of the system calls the filter refuses outright (for tests and documentation).
+std::vector<std::string> refusedSyscalls();
+
 // `refuse_setid` false leaves out the mode refusals (tests only: see SandboxOptions::without).
 Result<std::vector<char>> compileSeccompFilter(bool refuse_setid = true);
 

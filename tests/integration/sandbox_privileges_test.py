@@ -270,6 +270,24 @@ class RootServer(PrivilegesTest):
             ws.cleanup()
         self.assertEqual(read(path), value)
 
+    def test_landlock_confines_writes_the_mounts_allow(self):
+        # /proc/self/comm is writable as far as the mounts go; only Landlock keeps a command
+        # from writing outside the workspace, /tmp and /dev/shm there.
+        write = "python3 -c \"open('/proc/self/comm', 'w').write('renamed')\" && echo written"
+        ws = Workspace(owner=0)
+        try:
+            server = Server(ws.path)
+            r = server.execute(write)
+            server.close()
+            self.assertNotIn("written", r["stdout"])
+            self.assertIn("Permission denied", r["stderr"])
+            server = Server(ws.path, without="landlock")
+            r = server.execute(write)
+            server.close()
+            self.assertEqual(r["stdout"], "written\n", r["stderr"])
+        finally:
+            ws.cleanup()
+
     def test_proc_secrets_are_masked(self):
         ws = Workspace(owner=0)
         server = Server(ws.path, without="uid")  # as root, so that only the masks hide them
