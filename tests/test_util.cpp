@@ -1,5 +1,12 @@
 #include "tests/test_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
 #include <stdlib.h>
 
 #include <fstream>
@@ -41,6 +48,30 @@ std::string TempDir::read(const std::string& rel) const {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+LoopbackListener::LoopbackListener(const char* address) {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, address, &addr.sin_addr);
+  socklen_t len = sizeof addr;
+  if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(fd_, 16) != 0 || getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error(std::string("cannot listen on ") + address);
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+LoopbackListener::~LoopbackListener() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool LoopbackListener::reached() const {
+  const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) return false;
+  close(conn);
+  return true;
 }
 
 }  // namespace byd::testing

@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the unit tests: scratch directories that clean up after themselves.
+// Helpers shared by the unit tests: scratch directories that clean up after themselves, and a
+// listener that stands for the internet without any packet leaving the machine.
 
 #include <filesystem>
 #include <string>
@@ -22,6 +23,24 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A TCP listener on a loopback alias of the host (127.0.0.2 stands for the internet): a
+// sandbox that reaches it has a way out; one that is isolated finds its own loopback there.
+class LoopbackListener {
+ public:
+  explicit LoopbackListener(const char* address = "127.0.0.2");
+  ~LoopbackListener();
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
+
+  int port() const { return port_; }
+  // Whether anyone has connected so far.
+  bool reached() const;
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
 };
 
 }  // namespace byd::testing

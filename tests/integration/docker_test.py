@@ -192,16 +192,27 @@ class DockerBackend(unittest.TestCase):
         self.assertEqual(nnp["stdout"], "1\n")
         ro = self.server.sh("touch /usr/x 2>&1; echo $?")["stdout"]
         self.assertNotEqual(ro.strip().splitlines()[-1], "0", ro)
+        # A server of this test's on 127.0.0.2 stands for the internet: nothing leaves the
+        # machine even if isolation broke. In the container, 127.0.0.2 is its own loopback.
+        host = socket.socket()
+        host.bind(("127.0.0.2", 0))
+        host.listen(4)
+        host.setblocking(False)
         net = self.server.tool("run_python", {"code": (
             "import socket\n"
             "s = socket.socket()\n"
             "s.settimeout(3)\n"
             "try:\n"
-            "    s.connect(('1.1.1.1', 53)); r = 'connected'\n"
+            f"    s.connect(('127.0.0.2', {host.getsockname()[1]})); r = 'connected'\n"
             "except OSError as e:\n"
             "    r = 'refused ' + type(e).__name__\n"
             "r")})
-        self.assertIn("refused", net["content"][0]["text"])
+        self.assertIn("refused ConnectionRefusedError", net["content"][0]["text"])
+        with self.assertRaises(BlockingIOError):
+            host.accept()  # nobody came
+        host.close()
+        routes = self.server.sh("tail -n +2 /proc/net/route | wc -l")["stdout"]
+        self.assertEqual(routes.strip(), "0")  # no way out
         sock = self.server.sh(
             "python3 -c \"import os; print([p for p in ('/var/run/docker.sock', "
             "'/run/docker.sock') if os.path.exists(p)])\"; "
