@@ -197,6 +197,16 @@ def _clip(s, limit):
     return s.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore"), True
 
 
+def _thread_idents():
+    """The live threads' idents, when the threading module is in use (a cell that never
+    imported it started no thread it could name)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return set()
+    main = threading.main_thread()
+    return {t.ident for t in threading.enumerate() if t is not main and t.is_alive()}
+
+
 def _describe(exc, timed_out, limit):
     """The error object of a reply: user frames only, chained exceptions included."""
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
@@ -293,6 +303,7 @@ class Kernel:
         saved = sys.stdout, sys.stderr
         result = error = None
         images, clipped = [], False
+        threads_before = _thread_idents()
         start, began = time.perf_counter(), time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         try:
             self.busy, self.timed_out = True, False
@@ -324,6 +335,14 @@ class Kernel:
             signal.signal(signal.SIGINT, self.sigint_handler)
         if error is not None:
             error = _describe(error, self.timed_out, max_output)
+            if self.timed_out:
+                # Threads cannot be interrupted: what the cell started goes on, and says so.
+                running = len(_thread_idents() - threads_before)
+                if running:
+                    error["message"] += (f"; {running} thread(s) the cell started are still "
+                                         "running (threads cannot be interrupted): reset the "
+                                         "session to stop them")
+                    error["threads_running"] = running
         return {"type": "result", "id": req_id, "stdout": out.getvalue(),
                 "stderr": err.getvalue(), "result": result, "error": error,
                 "duration_ms": round(duration, 3), "images": images,

@@ -240,6 +240,31 @@ class KernelTest(unittest.TestCase):
         self.assertNotIn("kernel.py", error["traceback"])
         self.assertEqual(self.ok("(kept, n > 0)")["result"], "('yes', True)")
 
+    def test_an_interrupted_cell_says_which_threads_run_on(self):
+        # A thread cannot be interrupted: the reply says it goes on, rather than that the
+        # cell simply ended.
+        with tempfile.TemporaryDirectory() as tmp:
+            started = os.path.join(tmp, "started")
+            self.send({"type": "exec", "id": 1, "code":
+                       "import threading, time\n"
+                       "def spin():\n"
+                       "    while True:\n"
+                       "        pass\n"
+                       "threading.Thread(target=spin, daemon=True).start()\n"
+                       f"open({started!r}, 'w').close()\n"
+                       "time.sleep(60)\n"})
+            deadline = time.monotonic() + TIMEOUT
+            while not os.path.exists(started):
+                self.assertLess(time.monotonic(), deadline, "the cell never started")
+                time.sleep(0.01)
+            self.proc.send_signal(signal.SIGINT)
+            error = self.recv()["error"]
+        self.assertEqual(error["type"], "KeyboardInterrupt")
+        self.assertEqual(error["message"], "interrupted (timeout); 1 thread(s) the cell started "
+                                           "are still running (threads cannot be interrupted): "
+                                           "reset the session to stop them")
+        self.assertEqual(error["threads_running"], 1)
+
     def test_sigint_interrupts_sleep(self):
         self.send({"type": "exec", "id": 1, "code": "import time\ntime.sleep(60)"})
         time.sleep(0.5)
