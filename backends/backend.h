@@ -103,6 +103,10 @@ class Backend {
   virtual Result<std::string> realKey(const std::string& key) const { return key; }
   // Entries of a directory (symlinks reported as kSymlink, not followed), in no set order.
   virtual Result<std::vector<FileInfo>> list(const std::string& key) const = 0;
+  // The same entries one at a time, without holding them all: a directory may have millions.
+  // `visit` returns false to stop. The default goes through list().
+  virtual Status listEach(const std::string& key,
+                          const std::function<bool(const FileInfo&)>& visit) const;
   // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.
   virtual Result<std::string> read(const std::string& key, uint64_t offset,
                                    uint64_t max_bytes) const = 0;

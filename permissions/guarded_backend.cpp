@@ -85,6 +85,18 @@ Result<std::vector<FileInfo>> GuardedBackend::list(const std::string& key) const
   return entries;
 }
 
+Status GuardedBackend::listEach(const std::string& key,
+                                const std::function<bool(const FileInfo&)>& visit) const {
+  BYD_RETURN_IF_ERROR(checkRead(key));
+  return inner_.listEach(key, [&](const FileInfo& e) {
+    if (guard_.hidesFromListings(joinKey(key, e.name))) {
+      ++hidden_;
+      return true;
+    }
+    return visit(e);
+  });
+}
+
 Result<std::string> GuardedBackend::read(const std::string& key, uint64_t offset,
                                          uint64_t max_bytes) const {
   BYD_RETURN_IF_ERROR(checkRead(key));

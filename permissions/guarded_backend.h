@@ -30,6 +30,8 @@ class GuardedBackend : public Backend {
   Result<std::string> normalize(std::string_view user_path) const override;
   Result<FileInfo> stat(const std::string& key) const override;
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Status listEach(const std::string& key,
+                  const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,

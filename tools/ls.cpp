@@ -25,12 +25,26 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   if (info.type != FileType::kDir) {
     return invalidArgument("'" + path + "' is not a directory; use read_file to read a file");
   }
-  BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, ctx.backend.list(key));
-  std::sort(entries.begin(), entries.end(),
-            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
-  const size_t total = entries.size();
-  const bool truncated = total > ctx.limits.max_results;
-  if (truncated) entries.resize(ctx.limits.max_results);
+  // The first max_results by name, in a heap whose top is the last kept: memory stays bounded
+  // however many entries the directory has.
+  const size_t limit = ctx.limits.max_results;
+  auto before = [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; };
+  std::vector<FileInfo> entries;
+  size_t total = 0;
+  BYD_RETURN_IF_ERROR(ctx.backend.listEach(key, [&](const FileInfo& e) {
+    ++total;
+    if (entries.size() == limit) {
+      if (limit == 0 || !before(e, entries.front())) return true;
+      std::pop_heap(entries.begin(), entries.end(), before);
+      entries.back() = e;
+    } else {
+      entries.push_back(e);
+    }
+    std::push_heap(entries.begin(), entries.end(), before);
+    return true;
+  }));
+  std::sort_heap(entries.begin(), entries.end(), before);
+  const bool truncated = total > entries.size();
 
   ToolOutput out;
   json list = json::array();

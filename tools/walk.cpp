@@ -1,6 +1,7 @@
 #include "tools/walk.h"
 
 #include <algorithm>
+#include <deque>
 #include <vector>
 
 namespace byd {
@@ -15,12 +16,18 @@ Status walkTree(const Backend& backend, const std::string& start_key, const Walk
     if (cancel.cancelled()) return cancelled("cancelled");
     auto [dir_key, dir_rel] = std::move(stack.back());
     stack.pop_back();
-    auto entries = backend.list(dir_key);
-    if (!entries.ok()) continue;
+    // A deque grows without copying what it holds: a directory of a million entries costs
+    // their size once, not twice while a vector moves them.
+    std::deque<FileInfo> entries;
+    const Status listed = backend.listEach(dir_key, [&entries](const FileInfo& e) {
+      entries.push_back(e);
+      return true;
+    });
+    if (!listed.ok()) continue;
     // Sorted so that results (and which ones a cap keeps) do not depend on readdir order.
-    std::sort(entries->begin(), entries->end(),
+    std::sort(entries.begin(), entries.end(),
               [](const FileInfo& a, const FileInfo& b) { return a.name > b.name; });
-    for (const FileInfo& entry : *entries) {
+    for (const FileInfo& entry : entries) {
       const std::string key = joinKey(dir_key, entry.name);
       const std::string rel = joinKey(dir_rel, entry.name);
       if (entry.type == FileType::kDir) {

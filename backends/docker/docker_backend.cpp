@@ -229,6 +229,12 @@ Result<std::vector<FileInfo>> DockerBackend::list(const std::string& key) const 
   AsUser as(uid_, gid_);
   return files_->list(key);
 }
+
+Status DockerBackend::listEach(const std::string& key,
+                               const std::function<bool(const FileInfo&)>& visit) const {
+  AsUser as(uid_, gid_);
+  return files_->listEach(key, visit);
+}
 Result<std::string> DockerBackend::read(const std::string& key, uint64_t offset,
                                         uint64_t max_bytes) const {
   AsUser as(uid_, gid_);

@@ -57,6 +57,8 @@ class DockerBackend : public Backend {
   Result<FileInfo> stat(const std::string& key) const override;
   Result<std::string> realKey(const std::string& key) const override;
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Status listEach(const std::string& key,
+                  const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,

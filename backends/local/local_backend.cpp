@@ -429,12 +429,21 @@ Result<FileInfo> LocalBackend::stat(const std::string& key) const {
 }
 
 Result<std::vector<FileInfo>> LocalBackend::list(const std::string& key) const {
+  std::vector<FileInfo> out;
+  BYD_RETURN_IF_ERROR(listEach(key, [&out](const FileInfo& e) {
+    out.push_back(e);
+    return true;
+  }));
+  return out;
+}
+
+Status LocalBackend::listEach(const std::string& key,
+                              const std::function<bool(const FileInfo&)>& visit) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   BYD_ASSIGN_OR_RETURN(UniqueFd fd, loc.resolver->open(loc.rel, O_RDONLY | O_DIRECTORY));
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), &::closedir);
   if (!dir) return errnoStatus(errno, loc.key);
   fd.release();  // now owned by `dir`
-  std::vector<FileInfo> out;
   for (;;) {
     errno = 0;
     const struct dirent* entry = ::readdir(dir.get());
@@ -446,10 +455,10 @@ Result<std::vector<FileInfo>> LocalBackend::list(const std::string& key) const {
       if (errno == ENOENT) continue;  // removed since readdir saw it
       return errnoStatus(errno, joinKey(loc.key, name));
     }
-    out.push_back(infoFrom(std::string(name), st));
+    if (!visit(infoFrom(std::string(name), st))) return okStatus();
   }
   if (errno != 0) return errnoStatus(errno, loc.key);
-  return out;
+  return okStatus();
 }
 
 Result<UniqueFd> LocalBackend::openRegular(const Location& loc, struct stat* st) const {

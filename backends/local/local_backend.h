@@ -34,6 +34,8 @@ class LocalBackend : public Backend {
   Result<FileInfo> stat(const std::string& key) const override;
   Result<std::string> realKey(const std::string& key) const override;
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
+  Status listEach(const std::string& key,
+                  const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
