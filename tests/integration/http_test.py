@@ -652,6 +652,7 @@ class HttpLimits(unittest.TestCase):
     def test_connections_are_capped_per_address_and_in_total(self):
         server = Server(self.tmp.name, "--max-connections", "8",
                         "--max-connections-per-address", "3")
+        self.addCleanup(server.proc.kill)  # should an assertion stop the test before stop()
         held = []
         try:
             # Four from one address: one of them is refused; another address is served.
