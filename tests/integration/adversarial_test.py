@@ -211,7 +211,8 @@ class AppendToAHugeFile(unittest.TestCase):
                     peak_kib = int(f.read().split("VmHWM:")[1].split()[0])
             finally:
                 c.close()
-            self.assertLess(peak_kib, 256 << 10)
+            if "ASAN_OPTIONS" not in os.environ:  # under the sanitizer, memory is its own
+                self.assertLess(peak_kib, 256 << 10)
             st = os.stat(path)
             self.assertEqual(st.st_size, (2 << 30) + 1)
             self.assertLess(st.st_blocks * 512, 16 << 20)  # still sparse

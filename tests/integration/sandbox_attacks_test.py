@@ -152,7 +152,8 @@ class SandboxAttacks(unittest.TestCase):
         self.assertIn("the session was ended", r["content"][0]["text"])
         with open(f"/proc/{self.client.proc.pid}/status") as f:
             peak_kib = int(f.read().split("VmHWM:")[1].split()[0])
-        self.assertLess(peak_kib, 256 << 10)
+        if "ASAN_OPTIONS" not in os.environ:  # under the sanitizer, memory is its own
+            self.assertLess(peak_kib, 256 << 10)
         r, _ = self.attack("run_python", {"code": "'fresh'", "session": "flood"}, budget_s=10)
         self.assertEqual(r["structuredContent"]["result"], "'fresh'", r)
         self.assertTrue(r["structuredContent"]["new_session"], r)
