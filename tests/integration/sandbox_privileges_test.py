@@ -11,6 +11,7 @@ usage: sandbox_privileges_test.py BINARY [unittest args]"""
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -113,6 +114,22 @@ def host_uid_of(marker, server_pid, timeout=10):
     raise AssertionError(f"no process with {marker!r} found")
 
 
+_copies = {}
+
+
+def reachable_copy(binary):
+    """The binary copied where any user may run it: the checkout may sit below a directory
+    only root can enter."""
+    if binary not in _copies:
+        folder = tempfile.mkdtemp(prefix="byd-bin-")
+        os.chmod(folder, 0o755)
+        copy = os.path.join(folder, "backyard-mcp")
+        shutil.copy2(binary, copy)
+        os.chmod(copy, 0o755)
+        _copies[binary] = copy
+    return _copies[binary]
+
+
 class Server:
     """A server on `root` as stdio client, with the environment's layer switches."""
 
@@ -120,7 +137,8 @@ class Server:
         env = dict(os.environ, BYD_TEST_SANDBOX_WITHOUT=without)
         command = [BINARY]
         if user is not None:
-            command = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", BINARY]
+            command = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+                       reachable_copy(BINARY)]
         self.client = Client(*command, "--root", root, "--ruleset", "permissive",
                              "--log-level", "warn", *extra, env=env)
 
