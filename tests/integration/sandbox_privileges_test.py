@@ -8,6 +8,7 @@ the test catches its absence.
 
 usage: sandbox_privileges_test.py BINARY [unittest args]"""
 
+import atexit
 import io
 import json
 import os
@@ -127,6 +128,7 @@ def reachable_copy(binary):
         shutil.copy2(binary, copy)
         os.chmod(copy, 0o755)
         _copies[binary] = copy
+        atexit.register(shutil.rmtree, folder, True)
     return _copies[binary]
 
 
