@@ -1,5 +1,5 @@
 """Confines the process it runs in, and all that process starts, with the sandbox's seccomp
-filter, then runs the script named by its first argument as __main__.
+filter, makes it undumpable, then runs the script named by its first argument as __main__.
 
 Started as `python3 -I -S -u confine.py FILTER SCRIPT ARGS...` for the Docker backend's
 command runner and Python kernels. FILTER is the BPF program the server compiled (the same one
@@ -12,6 +12,7 @@ import ctypes
 import runpy
 import sys
 
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -33,6 +34,12 @@ def confine(path):
     if (libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or
             libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0):
         raise SystemExit(f"confine: the kernel refused the seccomp filter: errno "
+                         f"{ctypes.get_errno()}")
+    # Not dumpable: other processes of the container's user (another session's code) cannot
+    # open this one's descriptors through /proc/PID/fd (its protocol pipes) or read its
+    # memory. What it starts with exec is dumpable again, as usual.
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit(f"confine: cannot make the process undumpable: errno "
                          f"{ctypes.get_errno()}")
 
 

@@ -723,8 +723,12 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
   BYD_ASSIGN_OR_RETURN(
       json made,
       client_.request("POST", "/containers/" + container + "/exec",
+                      // No launcher stays behind holding the kernel's pipes (a setsid -w
+                      // did, and any code of the container's user could open them through
+                      // its /proc/PID/fd): the shell becomes the kernel, which makes itself
+                      // a group leader and undumpable (confine.py).
                       {{"Cmd",
-                        {"setsid", "-w", "/bin/sh", "-c",
+                        {"/bin/sh", "-c",
                          "echo $$ > " + pid_file + "; exec " + quote(options_.python) +
                              " -I -S -u " + shellWords(confined(kernel))}},
                        {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},

@@ -233,6 +233,39 @@ class DockerBackend(unittest.TestCase):
             time.sleep(0.2)
         return self.server.wait(rid, timeout)["result"], slowest
 
+    def test_a_session_cannot_open_another_sessions_kernel(self):
+        # Kernels are undumpable and no launcher keeps their pipes: another session's code, of
+        # the same container user, cannot open them through /proc/PID/fd to drive the kernel.
+        if RUNTIME == "runsc":
+            self.skipTest("gVisor does not apply PR_SET_DUMPABLE to /proc/PID/fd; sessions in "
+                          "one container are not yet kept apart under runsc")
+        victim = self.server.tool("run_python", {"code": "tok = 'mine'\nimport os\nos.getpid()",
+                                                  "session": "victim"})
+        self.assertFalse(victim["isError"], victim)
+        code = (
+            "import os\n"
+            "opened = []\n"
+            "for name in os.listdir('/proc'):\n"
+            "    if not name.isdigit() or int(name) == os.getpid():\n"
+            "        continue\n"
+            "    try:\n"
+            "        cmd = open(f'/proc/{name}/cmdline', 'rb').read()\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if b'kernel.py' not in cmd and b'runner.py' not in cmd:\n"
+            "        continue\n"
+            "    for fd in range(8):\n"
+            "        try:\n"
+            "            os.close(os.open(f'/proc/{name}/fd/{fd}', os.O_WRONLY))\n"
+            "            opened.append((name, fd))\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "opened")
+        r = self.server.tool("run_python", {"code": code, "session": "attacker"})
+        self.assertEqual(r["structuredContent"]["result"], "[]", r)
+        r = self.server.tool("run_python", {"code": "tok", "session": "victim"})
+        self.assertEqual(r["structuredContent"]["result"], "'mine'", r)
+
     def test_no_setuid_or_setgid_file_reaches_the_host(self):
         # The Local sandbox's attacks, from a container: each is refused by the seccomp
         # filter (the engine's profile, and under gVisor the runner's and kernel's own), and
