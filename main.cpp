@@ -18,6 +18,7 @@
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
 #include "common/logging.h"
+#include "common/text.h"
 #include "config.h"
 #include "mcp/http_server.h"
 #include "mcp/server.h"
@@ -127,13 +128,8 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c, bool warm = true) {
   options.limits = c.sandbox_limits;
   options.user = c.sandbox_user;
   // Tests only: a comma-separated list of layers to leave out (see SandboxOptions::without).
-  if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT"); without && *without) {
-    std::string list = without;
-    for (size_t begin = 0; begin <= list.size();) {
-      const size_t end = std::min(list.find(',', begin), list.size());
-      options.without.push_back(list.substr(begin, end - begin));
-      begin = end + 1;
-    }
+  if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT")) {
+    options.without = byd::splitList(without, ',');
   }
   auto sandbox = byd::Sandbox::create(local->writableDirs(), options);
   byd::PythonOptions python = c.python;

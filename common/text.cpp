@@ -1,5 +1,6 @@
 #include "common/text.h"
 
+#include <algorithm>
 #include <array>
 #include <ctime>
 
@@ -174,6 +175,16 @@ std::string humanSize(uint64_t bytes) {
   char buf[32];
   snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
+}
+
+std::vector<std::string> splitList(std::string_view list, char separator) {
+  std::vector<std::string> parts;
+  while (!list.empty()) {
+    const size_t end = std::min(list.find(separator), list.size());
+    if (end > 0) parts.emplace_back(list.substr(0, end));
+    list.remove_prefix(std::min(end + 1, list.size()));
+  }
+  return parts;
 }
 
 }  // namespace byd

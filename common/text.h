@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -27,6 +28,9 @@ Result<std::string> base64Decode(std::string_view text);
 
 // "2026-11-29T09:38:51Z" (UTC, whole seconds).
 std::string isoTime(int64_t unix_ns);
+
+// The parts of `list` between `separator`s, empty ones left out ("a,,b" -> {"a", "b"}).
+std::vector<std::string> splitList(std::string_view list, char separator);
 // Human size: "512 B", "3.4 KiB", "51.2 MiB".
 std::string humanSize(uint64_t bytes);
 

@@ -4,6 +4,7 @@
 
 #include "common/glob.h"
 #include "tools/tool.h"
+#include "tools/top_n.h"
 #include "tools/walk.h"
 
 namespace byd {
@@ -25,14 +26,10 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
   WalkOptions options;
   options.skip_git = pattern.find(".git") == std::string::npos;
   options.descend = [&](const std::string& rel) { return matcher.couldMatchBelow(rel); };
-  // The newest max_results matches only, in a heap whose top is the oldest kept: memory stays
-  // bounded however many paths match.
-  const size_t limit = ctx.limits.max_results;
-  auto newer = [](const Match& a, const Match& b) {
+  // The newest max_results matches only: memory stays bounded however many paths match.
+  auto newest = makeTopN<Match>(ctx.limits.max_results, [](const Match& a, const Match& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.path < b.path;
-  };
-  std::vector<Match> matches;
-  size_t total = 0;
+  });
   Status walked =
       walkTree(ctx.backend, base, options, ctx.cancel,
                [&](const std::string& key, const std::string& rel, const FileInfo& info) {
@@ -45,22 +42,14 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
                    if (!target.ok() || target->type != FileType::kFile) return true;
                    mtime = target->mtime_ns;
                  }
-                 ++total;
-                 Match m{key, mtime};
-                 if (matches.size() == limit) {
-                   if (limit == 0 || !newer(m, matches.front())) return true;
-                   std::pop_heap(matches.begin(), matches.end(), newer);
-                   matches.back() = std::move(m);
-                 } else {
-                   matches.push_back(std::move(m));
-                 }
-                 std::push_heap(matches.begin(), matches.end(), newer);
+                 newest.offer({key, mtime});
                  return true;
                });
   BYD_RETURN_IF_ERROR(walked);
 
+  const size_t total = newest.seen();
+  const std::vector<Match> matches = newest.take();
   const size_t keep = matches.size();
-  std::sort_heap(matches.begin(), matches.end(), newer);
 
   ToolOutput out;
   json paths = json::array();

@@ -4,6 +4,7 @@
 
 #include "common/text.h"
 #include "tools/tool.h"
+#include "tools/top_n.h"
 
 namespace byd {
 namespace {
@@ -25,25 +26,14 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   if (info.type != FileType::kDir) {
     return invalidArgument("'" + path + "' is not a directory; use read_file to read a file");
   }
-  // The first max_results by name, in a heap whose top is the last kept: memory stays bounded
-  // however many entries the directory has.
-  const size_t limit = ctx.limits.max_results;
-  auto before = [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; };
-  std::vector<FileInfo> entries;
-  size_t total = 0;
-  BYD_RETURN_IF_ERROR(ctx.backend.listEach(key, [&](const FileInfo& e) {
-    ++total;
-    if (entries.size() == limit) {
-      if (limit == 0 || !before(e, entries.front())) return true;
-      std::pop_heap(entries.begin(), entries.end(), before);
-      entries.back() = e;
-    } else {
-      entries.push_back(e);
-    }
-    std::push_heap(entries.begin(), entries.end(), before);
+  auto first = makeTopN<FileInfo>(
+      ctx.limits.max_results, [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  BYD_RETURN_IF_ERROR(ctx.backend.listEach(key, [&first](const FileInfo& e) {
+    first.offer(e);
     return true;
   }));
-  std::sort_heap(entries.begin(), entries.end(), before);
+  const size_t total = first.seen();
+  const std::vector<FileInfo> entries = first.take();
   const bool truncated = total > entries.size();
 
   ToolOutput out;

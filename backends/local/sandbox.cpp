@@ -129,10 +129,8 @@ Status Sandbox::prepare() {
 }
 
 bool Sandbox::without(std::string_view layer) const {
-  for (const std::string& w : options_.without) {
-    if (w == layer) return true;
-  }
-  return false;
+  return std::find(options_.without.begin(), options_.without.end(), layer) !=
+         options_.without.end();
 }
 
 Status Sandbox::verify() const {
@@ -232,14 +230,6 @@ struct ChildSetup {
   std::vector<std::pair<const char*, int>> id_mounts;  // directory, detached mount
 };
 
-bool writeAll(const char* path, const std::string& data) {
-  const int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
-  close(fd);
-  return ok;
-}
-
 [[noreturn]] void childMain(const ChildSetup& s) {
   for (int fd : *s.cgroup_fds) {
     [[maybe_unused]] ssize_t n = write(fd, "0", 1);  // "0": the writing process joins
@@ -265,8 +255,9 @@ bool writeAll(const char* path, const std::string& data) {
   // user namespace, and the helper could not make fresh /proc mounts under them. In a user
   // namespace of its own they belong to it.
   if (s.own_user_ns &&
-      (unshare(CLONE_NEWUSER) != 0 || !writeAll("/proc/self/setgroups", "deny") ||
-       !writeAll("/proc/self/uid_map", s.uid_map) || !writeAll("/proc/self/gid_map", s.gid_map))) {
+      (unshare(CLONE_NEWUSER) != 0 || !zygote::writeSmallFile("/proc/self/setgroups", "deny") ||
+       !zygote::writeSmallFile("/proc/self/uid_map", s.uid_map) ||
+       !zygote::writeSmallFile("/proc/self/gid_map", s.gid_map))) {
     _exit(125);
   }
   setsid();  // its own session: no controlling terminal to inject into, one group to kill

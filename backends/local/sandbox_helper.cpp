@@ -26,6 +26,7 @@
 #include "backends/local/sandbox_identity.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/local/sandbox_zygote.h"
+#include "common/text.h"
 
 namespace byd {
 namespace {
@@ -68,15 +69,6 @@ bool readSpec(int fd, Spec& spec) {
     return false;
   }
   return true;
-}
-
-bool writeFile(const char* path, const char* data) {
-  const int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const size_t size = strlen(data);
-  const bool ok = write(fd, data, size) == static_cast<ssize_t>(size);
-  close(fd);
-  return ok;
 }
 
 // "sandbox: <what> <detail>: <error>" on stderr, without allocating (see Command).
@@ -132,9 +124,9 @@ int commandMain(void* arg) {
     say("cannot make its user namespace");
     _exit(126);
   }
-  if (!c.setuid &&
-      (!writeFile("/proc/self/setgroups", "deny") || !writeFile("/proc/self/uid_map", "1000 0 1") ||
-       !writeFile("/proc/self/gid_map", "1000 0 1"))) {
+  if (!c.setuid && (!zygote::writeSmallFile("/proc/self/setgroups", "deny") ||
+                    !zygote::writeSmallFile("/proc/self/uid_map", "1000 0 1") ||
+                    !zygote::writeSmallFile("/proc/self/gid_map", "1000 0 1"))) {
     say("cannot map its user namespace");
     _exit(126);
   }
@@ -452,15 +444,11 @@ int helperMain(int control, const std::vector<std::string>& writable,
 std::optional<int> runSandboxHelper(int argc, char** argv) {
   if (argc < 4 || strcmp(argv[1], zygote::kHelperFlag) != 0) return std::nullopt;
   HelperOptions options;
-  std::string list = argv[3];
-  for (size_t begin = 0; begin <= list.size();) {
-    const size_t end = std::min(list.find(',', begin), list.size());
-    const std::string item = list.substr(begin, end - begin);
+  for (const std::string& item : splitList(argv[3], ',')) {
     if (item == "setuid") options.setuid = true;
     if (item == "no-landlock") options.landlock = false;
     if (item == "no-seccomp-setid") options.refuse_setid = false;
     if (item == "no-proc") options.guard_proc = false;
-    begin = end + 1;
   }
   return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 4, argv + argc), options);
 }

@@ -16,6 +16,8 @@
 #include <tuple>
 #include <utility>
 
+#include "backends/local/sandbox_zygote.h"
+
 namespace byd {
 namespace {
 
@@ -25,14 +27,6 @@ std::string errnoText() { return strerror(errno); }
 // until a pipe closes: a child that another thread forks meanwhile would hold the pipe open.
 int holdNamespace(void*) {
   while (true) pause();
-}
-
-bool writeText(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
 }
 
 // A user namespace with the given maps, held by a descriptor. Only a process with CAP_SETUID
@@ -46,7 +40,8 @@ Result<int> makeUserNamespace(const std::string& uid_map, const std::string& gid
   const std::string proc = "/proc/" + std::to_string(pid);
   int fd = -1;
   std::string error;
-  if (!writeText(proc + "/uid_map", uid_map) || !writeText(proc + "/gid_map", gid_map)) {
+  if (!zygote::writeSmallFile((proc + "/uid_map").c_str(), uid_map) ||
+      !zygote::writeSmallFile((proc + "/gid_map").c_str(), gid_map)) {
     error = "cannot map a user namespace: " + errnoText();
   } else if ((fd = open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
     error = "cannot hold a user namespace: " + errnoText();

@@ -42,6 +42,14 @@ bool sendMessage(int sock, std::string_view payload, const std::vector<int>& fds
   return n == static_cast<ssize_t>(payload.size());
 }
 
+bool writeSmallFile(const char* path, std::string_view data) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  close(fd);
+  return ok;
+}
+
 ssize_t receiveMessage(int sock, std::string& payload, std::vector<int>& fds) {
   payload.resize(64 * 1024);
   iovec iov{payload.data(), payload.size()};

@@ -39,6 +39,10 @@ bool sendMessage(int sock, std::string_view payload, const std::vector<int>& fds
 // One message into `payload` and `fds` (received close-on-exec); 0 at end of stream, -1 on
 // error, else the payload's size.
 ssize_t receiveMessage(int sock, std::string& payload, std::vector<int>& fds);
+
+// Writes `data` to the existing file `path` in one write(2) (/proc and cgroup files take
+// their value whole). Async-signal-safe and allocation-free: usable between fork and exec.
+bool writeSmallFile(const char* path, std::string_view data);
 }  // namespace zygote
 
 // For main() of every binary that may start a sandbox: when argv asks for the helper, runs it

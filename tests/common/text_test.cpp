@@ -52,3 +52,16 @@ TEST(Utf8, RepairInPlaceLeavesValidTextAloneAndReplacesEachBadByte) {
 
 }  // namespace
 }  // namespace byd
+
+namespace byd {
+namespace {
+
+TEST(SplitList, PartsBetweenSeparatorsWithoutEmptyOnes) {
+  EXPECT_EQ(splitList("landlock,uid", ','), (std::vector<std::string>{"landlock", "uid"}));
+  EXPECT_EQ(splitList(",a,,b,", ','), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(splitList("", ',').empty());
+  EXPECT_EQ(splitList("one", ','), (std::vector<std::string>{"one"}));
+}
+
+}  // namespace
+}  // namespace byd

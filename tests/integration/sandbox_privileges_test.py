@@ -270,43 +270,40 @@ class RootServer(PrivilegesTest):
             server.close()
             ws.cleanup()
 
-    def test_proc_sys_is_read_only_without_landlock_and_uid(self):
-        path = "/proc/sys/kernel/printk_ratelimit"
-        value = read(path)
-        write = f"python3 -c 'open(\"{path}\", \"w\").write(\"{value}\")' && echo written"
+    def check_layer_holds(self, write, refusal, without_others, layer):
+        """`write` (a command that prints "written" when it succeeds) is refused with
+        `refusal` with the layers `without_others` off, and succeeds once `layer` is off too:
+        that layer alone is what holds."""
         ws = Workspace(owner=0)
         try:
-            server = Server(ws.path, without="landlock,uid")
+            server = Server(ws.path, without=without_others)
             r = server.execute(write)
             server.close()
             self.assertNotIn("written", r["stdout"])
-            self.assertIn("Read-only file system", r["stderr"])
-            # And that layer is what held: without it too, the same value is written back.
-            server = Server(ws.path, without="landlock,uid,proc")
+            self.assertIn(refusal, r["stderr"])
+            server = Server(ws.path, without=",".join(filter(None, [without_others, layer])))
             r = server.execute(write)
             server.close()
             self.assertEqual(r["stdout"], "written\n", r["stderr"])
         finally:
             ws.cleanup()
+
+    def test_proc_sys_is_read_only_without_landlock_and_uid(self):
+        # Without the proc layer too, the same value is written back: harmless, and it shows
+        # the read-only mount is what held.
+        path = "/proc/sys/kernel/printk_ratelimit"
+        value = read(path)
+        self.check_layer_holds(
+            f"python3 -c 'open(\"{path}\", \"w\").write(\"{value}\")' && echo written",
+            "Read-only file system", "landlock,uid", "proc")
         self.assertEqual(read(path), value)
 
     def test_landlock_confines_writes_the_mounts_allow(self):
         # /proc/self/comm is writable as far as the mounts go; only Landlock keeps a command
         # from writing outside the workspace, /tmp and /dev/shm there.
-        write = "python3 -c \"open('/proc/self/comm', 'w').write('renamed')\" && echo written"
-        ws = Workspace(owner=0)
-        try:
-            server = Server(ws.path)
-            r = server.execute(write)
-            server.close()
-            self.assertNotIn("written", r["stdout"])
-            self.assertIn("Permission denied", r["stderr"])
-            server = Server(ws.path, without="landlock")
-            r = server.execute(write)
-            server.close()
-            self.assertEqual(r["stdout"], "written\n", r["stderr"])
-        finally:
-            ws.cleanup()
+        self.check_layer_holds(
+            "python3 -c \"open('/proc/self/comm', 'w').write('renamed')\" && echo written",
+            "Permission denied", "", "landlock")
 
     def test_proc_secrets_are_masked(self):
         ws = Workspace(owner=0)

@@ -219,20 +219,24 @@ class KernelTest(unittest.TestCase):
         self.assertEqual(reply["result"], "'" + "z" * 99)
         self.assertIs(reply["truncated"], True)
 
-    def test_sigint_interrupts_cell(self):
+    def interrupted(self, before, after):
+        """Runs a cell of `before`, a line that says it got there, and `after`; interrupts it
+        once it has (so the signal cannot come before the cell runs) and returns the reply."""
         with tempfile.TemporaryDirectory() as tmp:
             started = os.path.join(tmp, "started")
-            self.ok("kept = 'yes'")
-            # The cell says when it is in the loop, so the signal cannot arrive before it runs.
-            self.send({"type": "exec", "id": 1, "code": f"n = 0\nopen({started!r}, 'w').close()\n"
-                                                         "while True:\n    n += 1\n"})
+            self.send({"type": "exec", "id": 1,
+                       "code": before + f"open({started!r}, 'w').close()\n" + after})
             deadline = time.monotonic() + TIMEOUT
             while not os.path.exists(started):
                 self.assertLess(time.monotonic(), deadline, "the cell never started")
                 time.sleep(0.01)
             time.sleep(0.05)
             self.proc.send_signal(signal.SIGINT)
-            reply = self.recv()
+            return self.recv()
+
+    def test_sigint_interrupts_cell(self):
+        self.ok("kept = 'yes'")
+        reply = self.interrupted("n = 0\n", "while True:\n    n += 1\n")
         error = reply["error"]
         self.assertEqual(error["type"], "KeyboardInterrupt")
         self.assertEqual(error["message"], "interrupted (timeout)")
@@ -243,22 +247,12 @@ class KernelTest(unittest.TestCase):
     def test_an_interrupted_cell_says_which_threads_run_on(self):
         # A thread cannot be interrupted: the reply says it goes on, rather than that the
         # cell simply ended.
-        with tempfile.TemporaryDirectory() as tmp:
-            started = os.path.join(tmp, "started")
-            self.send({"type": "exec", "id": 1, "code":
-                       "import threading, time\n"
-                       "def spin():\n"
-                       "    while True:\n"
-                       "        pass\n"
-                       "threading.Thread(target=spin, daemon=True).start()\n"
-                       f"open({started!r}, 'w').close()\n"
-                       "time.sleep(60)\n"})
-            deadline = time.monotonic() + TIMEOUT
-            while not os.path.exists(started):
-                self.assertLess(time.monotonic(), deadline, "the cell never started")
-                time.sleep(0.01)
-            self.proc.send_signal(signal.SIGINT)
-            error = self.recv()["error"]
+        error = self.interrupted("import threading, time\n"
+                                 "def spin():\n"
+                                 "    while True:\n"
+                                 "        pass\n"
+                                 "threading.Thread(target=spin, daemon=True).start()\n",
+                                 "time.sleep(60)\n")["error"]
         self.assertEqual(error["type"], "KeyboardInterrupt")
         self.assertEqual(error["message"], "interrupted (timeout); 1 thread(s) the cell started "
                                            "are still running (threads cannot be interrupted): "
