@@ -8,7 +8,9 @@ For each runtime it measures:
     `execute "echo hi"`, which creates and starts the container; beside it
     `docker run --rm IMG echo hi` through the CLI;
   - warm execute: `execute "echo hi"` round trips in that session (p50, p90); beside it
-    `docker exec CONTAINER echo hi` through the CLI into a container of the same image.
+    `docker exec CONTAINER echo hi` through the CLI into a container of the same image;
+  - Python: a new run_python session's first cell (its kernel's container and kernel start),
+    and a warm cell (p50), beside the same docker run and docker exec of the CLI.
 Ratios are CLI time / ours (above 1: ours is faster). Target: warm execute under 30 ms and
 below the CLI's docker exec. Needs a running engine and the image (scripts/docker-setup).
 """
@@ -48,6 +50,12 @@ class Server:
         out = r["result"]["structuredContent"]["stdout"]
         assert out == "hi\n", r
         return out
+
+    def python(self, code, session):
+        r = self.request("tools/call", {"name": "run_python",
+                                        "arguments": {"code": code, "session": session}})
+        assert r["result"]["structuredContent"]["result"] == "2", r
+        return r
 
     def close(self):
         self.proc.stdin.close()
@@ -94,6 +102,8 @@ def bench(binary, image, runtime, runs, docker):
         cli_runs.append(timed(lambda: cli(docker, "run", "--rm", "--runtime", runtime,
                                           "--network", "none", image, "echo", "hi")))
     warm = [timed(lambda: server.execute("echo hi")) for _ in range(runs)]
+    python_starts = [timed(lambda: server.python("1+1", f"s{i}")) for i in range(3)]
+    python_warm = [timed(lambda: server.python("1+1", "s0")) for _ in range(runs)]
     server.close()
 
     name = f"byd-bench-{os.getpid()}-{runtime}"
@@ -111,6 +121,8 @@ def bench(binary, image, runtime, runs, docker):
         "warm_execute_p90_ms": pct(warm, 90),
         "cli_docker_exec_p50_ms": pct(cli_exec, 50),
         "cli_docker_exec_p90_ms": pct(cli_exec, 90),
+        "python_session_start_ms": statistics.median(python_starts),
+        "python_warm_cell_p50_ms": pct(python_warm, 50),
     }
 
 
@@ -134,7 +146,9 @@ def main():
               f"{r['cli_docker_run_ms'] / r['start_to_first_execute_ms']:.2f}); warm execute p50 "
               f"{r['warm_execute_p50_ms']:.1f} ms p90 {r['warm_execute_p90_ms']:.1f} ms "
               f"(docker exec p50 {r['cli_docker_exec_p50_ms']:.1f} ms, ratio "
-              f"{r['cli_docker_exec_p50_ms'] / r['warm_execute_p50_ms']:.2f})", flush=True)
+              f"{r['cli_docker_exec_p50_ms'] / r['warm_execute_p50_ms']:.2f}); run_python "
+              f"session start {r['python_session_start_ms']:.0f} ms, warm cell p50 "
+              f"{r['python_warm_cell_p50_ms']:.1f} ms", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -31,6 +31,9 @@ std::string isoTime(int64_t unix_ns);
 
 // The parts of `list` between `separator`s, empty ones left out ("a,,b" -> {"a", "b"}).
 std::vector<std::string> splitList(std::string_view list, char separator);
+// `bytes` bytes from the kernel's random source, as lowercase hex (secret enough for ids and
+// nonces; waits for the entropy pool to be initialised).
+std::string randomHex(size_t bytes);
 // Human size: "512 B", "3.4 KiB", "51.2 MiB".
 std::string humanSize(uint64_t bytes);
 

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/random.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "common/text.h"
 #include "mcp/http_gate.h"
 #include "mcp/http_session.h"
 #include "mcp/json_rpc.h"
@@ -34,22 +34,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr auto kKeepAlive = std::chrono::seconds(15);
-
-std::string randomId() {
-  unsigned char bytes[16];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += n;
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) {
-    id += hex[b >> 4];
-    id += hex[b & 15];
-  }
-  return id;
-}
 
 bool equalConstantTime(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -192,7 +176,7 @@ struct HttpServer::Impl {
       }
     }
     BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(/*stateless=*/false));
-    session->id = randomId();
+    session->id = randomHex(16);
     session->touch();
     std::lock_guard lock(mu);
     sessions[session->id] = session;

@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/text.h"
+
 namespace byd::docker {
 
 using Clock = std::chrono::steady_clock;
@@ -112,12 +114,16 @@ bool ContainerRunner::nextFrame(char* kind, std::string* payload) {
 
 Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* started) {
   *started = false;
+  // The exit frame must carry it: the command never sees it, so one it wrote into the runner's
+  // output itself (through /proc, where the runtime lets it) is not taken for the runner's.
+  const std::string nonce = randomHex(16);
   if (Status s = send({{"type", "run"},
                        {"argv", spec.argv},
                        {"env", spec.env},
                        {"cwd", spec.cwd},
                        {"stdin", spec.stdin_data},
-                       {"max_output", spec.max_output}});
+                       {"max_output", spec.max_output},
+                       {"nonce", nonce}});
       !s.ok()) {
     usable_ = false;
     return s;
@@ -146,7 +152,7 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
           break;
         case 'X': {
           const json end = json::parse(payload, nullptr, false);
-          if (!end.is_object()) {
+          if (!end.is_object() || end.value("nonce", "") != nonce) {
             usable_ = false;
             return internalError("the command runner sent a bad exit frame");
           }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -23,7 +24,8 @@ namespace byd {
 extern const char kPythonKernelSource[];
 extern const char kDockerRunnerSource[];
 extern const char kDockerConfineSource[];
-extern const char kDockerConfineSource[];
+extern const unsigned char kDockerEnterBinary[];
+extern const size_t kDockerEnterBinary_size;
 
 namespace {
 
@@ -33,6 +35,13 @@ using docker::CommandSpec;
 using docker::ContainerRunner;
 
 constexpr const char* kKernelDir = "/opt/backyard";
+// Processes the server starts to run the code (the command runner, a kernel's launcher) start
+// as the container's root, which the code never is: it cannot signal or trace them.
+constexpr const char* kRoot = "0:0";
+// A kernel's pid, written by root in its container before any code runs there.
+constexpr const char* kKernelPidFile = "/tmp/.byd-kernel.pid";
+// Idle command containers kept beside the first, for commands that run at once.
+constexpr size_t kIdleExtraBoxes = 1;
 // What a command's wrapper writes to stderr before its exit status: a newline, a record
 // separator, a word. As printf text (\\n, \\036) and as the bytes it prints.
 constexpr const char* kExitMarker = "\\n\\036byd-exit ";
@@ -65,6 +74,9 @@ std::vector<std::string> confined(const std::string& script) {
           script};
 }
 
+// byd-enter (enter.cpp), copied into each container: started as root, it becomes the code's user.
+std::string enterPath() { return std::string(kKernelDir) + "/byd-enter"; }
+
 std::string urlEncode(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -79,18 +91,6 @@ std::string urlEncode(const std::string& s) {
   return out;
 }
 
-// A shell word, quoted.
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string shellWords(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + quote(w);
-  return out;
-}
 
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
 // multiplexed output is split into two pipes by a thread of its own.
@@ -187,15 +187,19 @@ DockerBackend::DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions 
 
 DockerBackend::~DockerBackend() {
   std::shared_ptr<PythonSessions> python;
-  std::string container;
+  std::vector<std::string> boxes;
   {
     std::lock_guard lock(mu_);
     python = std::move(python_);
-    container = container_;
     runners_.clear();
+    boxes.assign(extras_.begin(), extras_.end());
+    if (!container_.empty() && options_.container_name.empty()) boxes.push_back(container_);
   }
-  python.reset();  // kernels first: they speak through the container
-  if (container.empty() || !options_.container_name.empty()) return;
+  python.reset();  // kernels first: each removes its own container
+  for (const std::string& box : boxes) removeContainer(box);
+}
+
+void DockerBackend::removeContainer(const std::string& container) const {
   auto removed = client_.request("DELETE", "/containers/" + container + "?force=true&v=true",
                                  nullptr, std::chrono::seconds(30));
   if (!removed.ok() && removed.status().code() != Code::kNotFound) {
@@ -273,7 +277,7 @@ std::string DockerBackend::containerId() const {
   return container_;
 }
 
-Result<std::string> DockerBackend::createContainer(const std::string& runtime) const {
+Result<std::string> DockerBackend::createContainer(const std::string& runtime, bool named) const {
   auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
   if (!image.ok()) {
     if (image.status().code() == Code::kNotFound) {
@@ -291,7 +295,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   json labels = {{"io.backyard-mcp", "session"}};
   // A kept container names no server: it is meant to outlive this one.
   if (const std::string owner = docker::ownerLabel();
-      !owner.empty() && options_.container_name.empty()) {
+      !owner.empty() && (options_.container_name.empty() || !named)) {
     labels[docker::kOwnerLabel] = owner;
   }
   const bool no_network = options_.network == "none";
@@ -303,6 +307,9 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
         {{"Type", "volume"}, {"Target", kKernelDir}}}},
       {"NetworkMode", options_.network},
       {"CapDrop", {"ALL"}},
+      // For the container's root alone, which runs the command runner and starts kernels: to
+      // become the user that runs the code, and to end its processes. The code holds none.
+      {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}},
       // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
       // in place of the engine's default profile.
       {"SecurityOpt", {"no-new-privileges", "seccomp=" + containerSeccompProfile().dump()}},
@@ -316,14 +323,17 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
       {"Runtime", runtime}};
   json spec = {{"Image", options_.image},
                {"Cmd", {"sleep", "infinity"}},
-               {"User", options_.user},
+               // The container's first processes are root's: the code cannot end them.
+               {"User", kRoot},
                {"WorkingDir", "/workspace"},
                {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
                {"Labels", labels},
                {"NetworkDisabled", no_network},
                {"HostConfig", host}};
   std::string path = "/containers/create";
-  if (!options_.container_name.empty()) path += "?name=" + urlEncode(options_.container_name);
+  if (named && !options_.container_name.empty()) {
+    path += "?name=" + urlEncode(options_.container_name);
+  }
   BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", path, spec));
   const std::string id = created.value("Id", "");
   if (id.empty()) return internalError("the Docker engine created a container without an id");
@@ -331,10 +341,14 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
   BYD_ASSIGN_OR_RETURN(std::vector<char> bpf, compileSeccompFilter());
   BYD_ASSIGN_OR_RETURN(
       std::string tar,
-      docker::makeTar({{"kernel.py", kPythonKernelSource, 0644},
-                       {"runner.py", kDockerRunnerSource, 0644},
-                       {"confine.py", kDockerConfineSource, 0644},
-                       {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
+      docker::makeTar(
+          {{"byd-enter",
+            std::string(reinterpret_cast<const char*>(kDockerEnterBinary), kDockerEnterBinary_size),
+            0755},
+           {"kernel.py", kPythonKernelSource, 0644},
+           {"runner.py", kDockerRunnerSource, 0644},
+           {"confine.py", kDockerConfineSource, 0644},
+           {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
   BYD_ASSIGN_OR_RETURN(docker::Reply put,
                        client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
                                     "application/x-tar"));
@@ -356,11 +370,34 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime) c
 // notices on its next call and starts afresh, saying so. (Dropping the sessions here could end
 // them on the very thread of a kernel being started, which would wait for itself.)
 void DockerBackend::forgetContainer(const std::string& container) const {
+  {
+    std::lock_guard lock(mu_);
+    dropRunnersOf(container);
+    in_use_.erase(container);
+    if (container == container_) {
+      if (!options_.container_name.empty()) return;
+      container_.clear();
+    } else if (extras_.erase(container) == 0) {
+      return;
+    }
+  }
+  removeContainer(container);
+}
+
+void DockerBackend::dropRunnersOf(const std::string& container) const {
+  std::erase_if(runners_, [&](const auto& r) { return r->container() == container; });
+}
+
+Result<std::string> DockerBackend::resolvedRuntime() const {
+  {
+    std::lock_guard lock(mu_);
+    if (!runtime_.empty()) return runtime_;
+  }
+  BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
+  if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
   std::lock_guard lock(mu_);
-  if (container != container_ || !options_.container_name.empty()) return;
-  client_.request("DELETE", "/containers/" + container + "?force=true&v=true").ok();
-  container_.clear();
-  runners_.clear();
+  if (runtime_.empty()) runtime_ = runtime.name;
+  return runtime_;
 }
 
 Result<std::string> DockerBackend::ensureContainer() const {
@@ -371,14 +408,16 @@ Result<std::string> DockerBackend::ensureContainer() const {
     if (state.ok() && !options_.container_name.empty()) {
       // A kept container that stopped (an engine restart): start it again.
       BYD_RETURN_IF_ERROR(client_.request("POST", "/containers/" + container_ + "/start").status());
+      dropRunnersOf(container_);
       return container_;
     }
     if (!state.ok() && state.status().code() != Code::kNotFound) return state.status();
     spdlog::warn("docker: container {} is gone; starting a new one", container_.substr(0, 12));
     if (state.ok())
       client_.request("DELETE", "/containers/" + container_ + "?force=true&v=true").ok();
+    dropRunnersOf(container_);
+    in_use_.erase(container_);
     container_.clear();
-    runners_.clear();
   }
   if (!options_.container_name.empty()) {
     auto existing =
@@ -397,17 +436,52 @@ Result<std::string> DockerBackend::ensureContainer() const {
   }
   BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
   if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
-  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name));
+  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name, /*named=*/true));
   runtime_ = runtime.name;
   spdlog::info("docker: container {} started ({}, {})", container_.substr(0, 12), options_.image,
                runtime_);
   return container_;
 }
 
-Result<int> DockerBackend::shell(const std::string& container, const std::string& script) const {
+Result<std::string> DockerBackend::takeBox() const {
+  BYD_ASSIGN_OR_RETURN(std::string first, ensureContainer());
+  {
+    std::lock_guard lock(mu_);
+    if (in_use_.insert(first).second) return first;
+    for (const std::string& box : extras_) {
+      if (in_use_.insert(box).second) return box;
+    }
+  }
+  // Every command container runs a command: one more, for this one alone.
+  BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
+  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, /*named=*/false));
+  spdlog::info("docker: container {} started for commands that run at once", box.substr(0, 12));
+  std::lock_guard lock(mu_);
+  extras_.insert(box);
+  in_use_.insert(box);
+  return box;
+}
+
+void DockerBackend::releaseBox(const std::string& container) const {
+  {
+    std::lock_guard lock(mu_);
+    in_use_.erase(container);
+    if (container == container_ || !extras_.count(container)) return;
+    size_t idle = 0;
+    for (const std::string& box : extras_) idle += in_use_.count(box) == 0 ? 1 : 0;
+    if (idle <= kIdleExtraBoxes) return;
+    extras_.erase(container);
+    dropRunnersOf(container);
+  }
+  removeContainer(container);
+}
+
+Result<int> DockerBackend::shell(const std::string& container, const std::string& script,
+                                 const std::string& user) const {
   BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
                                                   {{"Cmd", {"/bin/sh", "-c", script}},
-                                                   {"User", options_.user},
+                                                   {"User", user},
+                                                   {"WorkingDir", "/"},
                                                    {"AttachStdout", true},
                                                    {"AttachStderr", true}}));
   const std::string id = made.value("Id", "");
@@ -425,71 +499,64 @@ Result<int> DockerBackend::shell(const std::string& container, const std::string
   return inspect["ExitCode"].get<int>();
 }
 
-void DockerBackend::killGroup(const std::string& container, const std::string& pid_file,
-                              int sig) const {
-  // The leader's pid is its group's id. SIGINT goes to the leader alone (a kernel's cell).
-  // SIGKILL goes to the whole group, again and again while it has members (a fork bomb forks
-  // while it dies), then the group must be empty once init has reaped the dead. Only shell
-  // builtins: where processes are exhausted, one shell is all the kill costs. (dash's kill
-  // takes no "--": a negative pid right after the signal names the group.)
-  if (sig == SIGINT) {
-    shell(container, "read p < " + pid_file + " && kill -INT $p").ok();
-    return;
-  }
-  const std::string kill = "read p < " + pid_file +
-                           " || exit 0; i=0; while [ $i -lt 200 ] && kill -9 -$p 2>/dev/null; "
-                           "do i=$((i+1)); done; exit 0";
-  const std::string check =
-      "read p < " + pid_file + " || exit 0; kill -0 -$p 2>/dev/null && exit 1; exit 0";
+void DockerBackend::endAll(const std::string& container) const {
+  // A shell of the code's user signals every process of that user but itself (kill -1): in a
+  // command container, all that the command started, wherever it went. Again and again while
+  // there are any (a fork bomb forks while it dies). Only shell builtins: where processes are
+  // exhausted, one shell is all the kill costs.
+  const std::string kill =
+      "i=0; while [ $i -lt 200 ] && kill -9 -1 2>/dev/null; do i=$((i+1)); done; exit 0";
+  const std::string check = "kill -0 -1 2>/dev/null && exit 1; exit 0";
   // A shell that cannot be asked for (the engine is unreachable, the container is gone) says
-  // nothing of the group: a restart could not help. One that did not finish, or a group that
-  // outlives the rounds, means the container has no room left for the kill.
+  // nothing of the processes: a restart could not help. One that did not finish, or processes
+  // that outlive the rounds, mean the container has no room left for the kill.
   auto stuck = [](const Status& s) { return s.code() == Code::kDeadlineExceeded; };
   for (int round = 0; round < 3; ++round) {
-    if (Status s = shell(container, kill).status(); !s.ok()) {
+    if (Status s = shell(container, kill, options_.user).status(); !s.ok()) {
       if (!stuck(s)) return;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto left = shell(container, check);
+    auto left = shell(container, check, options_.user);
     if (!left.ok()) {
       if (!stuck(left.status())) return;
       break;
     }
     if (*left == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  // Restarting ends every process in it. The workspace stays; /tmp does not, and Python
-  // sessions start afresh on their next call.
-  spdlog::warn("docker: could not end a process group in container {}; restarting it",
+  // Restarting ends every process in it. The workspace stays; /tmp does not.
+  spdlog::warn("docker: could not end a command's processes in container {}; restarting it",
                container.substr(0, 12));
   client_.request("POST", "/containers/" + container + "/restart?t=0").ok();
   std::lock_guard lock(mu_);
-  if (container == container_) runners_.clear();
+  dropRunnersOf(container);
 }
 
-Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec) const {
-  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
-  uint64_t run;
-  {
-    std::lock_guard lock(mu_);
-    run = next_run_++;
-  }
-  const std::string pid_file = "/tmp/.byd-run-" + std::to_string(run) + ".pid";
-  // The command leads a process group of its own (setsid), whose id it records, so a timeout
-  // or a cancel can end everything it started.
+Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
+                                                       const std::string& container) const {
+  // The command leads a process group of its own (setsid). When it ends, its status goes out
+  // on stderr behind a marker; a timeout or a cancel, and its end, then end every process of
+  // the code's user in its container (endAll), which holds no other code.
+  // It enters through byd-enter, as root: the container's user, in its directory, under the
+  // sandbox's seccomp filter (which gVisor would not apply to an exec).
   std::vector<std::string> cmd = {
-      "setsid", "-w", "/bin/sh", "-c",
-      // When it ends, its status goes out on stderr behind a marker, and whatever it left
-      // running in its group goes with the group (as Local ends a command's namespace).
-      "echo $$ > " + pid_file + "; \"$0\" \"$@\"; s=$?; printf '" + kExitMarker +
-          "%d\\n' \"$s\" >&2; kill -9 0"};
+      enterPath(),
+      "--filter",
+      std::string(kKernelDir) + "/seccomp.bpf",
+      codeUser(),
+      spec.cwd,
+      "setsid",
+      "-w",
+      "/bin/sh",
+      "-c",
+      "\"$0\" \"$@\"; s=$?; printf '" + std::string(kExitMarker) + "%d\\n' \"$s\" >&2; kill -9 0"};
   cmd.insert(cmd.end(), spec.argv.begin(), spec.argv.end());
   const std::string& stdin_data = spec.stdin_data;
   BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
                                                   {{"Cmd", cmd},
                                                    {"Env", spec.env},
-                                                   {"User", options_.user},
-                                                   {"WorkingDir", spec.cwd},
+                                                   {"User", kRoot},
+                                                   {"WorkingDir", "/"},
                                                    {"AttachStdin", !stdin_data.empty()},
                                                    {"AttachStdout", true},
                                                    {"AttachStderr", true},
@@ -522,7 +589,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec) 
     if (!killed && (now >= deadline || cancel)) {
       out.timed_out = !cancel;
       out.cancelled = cancel;
-      killGroup(container, pid_file, SIGKILL);
+      endAll(container);
       killed = true;
       deadline = now + std::chrono::seconds(5);  // for the stream to end
     } else if (killed && now >= deadline) {
@@ -552,7 +619,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec) 
     feeder.join();
   }
   if (malformed) {
-    killGroup(container, pid_file, SIGKILL);
+    endAll(container);
     return internalError("the Docker engine's output stream is malformed");
   }
   conn.reset();
@@ -593,8 +660,10 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(
     const std::string& container) const {
-  return ContainerRunner::start(client_, container, options_.python,
-                                confined(std::string(kKernelDir) + "/runner.py"), options_.user);
+  // As root, which runs each command as the container's user (runner.py --user).
+  std::vector<std::string> args = confined(std::string(kKernelDir) + "/runner.py");
+  args.insert(args.end(), {"--user", codeUser(), "--enter", enterPath()});
+  return ContainerRunner::start(client_, container, options_.python, args, kRoot);
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
@@ -604,12 +673,17 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
     while (!runners_.empty()) {
       std::unique_ptr<ContainerRunner> runner = std::move(runners_.back());
       runners_.pop_back();
-      if (runner->container() == container_ && runner->usable()) return runner;
+      const std::string& box = runner->container();
+      if (runner->usable() && (box == container_ || extras_.count(box)) &&
+          in_use_.insert(box).second) {
+        return runner;
+      }
     }
   }
-  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
+  BYD_ASSIGN_OR_RETURN(std::string container, takeBox());
   auto runner = startRunner(container);
   if (runner.ok()) return runner;
+  releaseBox(container);
   // The container runs, yet no runner came up: the image has no Python for it.
   auto state = client_.request("GET", "/containers/" + container + "/json");
   if (state.ok() && (*state)["State"].value("Running", false)) {
@@ -622,36 +696,50 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
 }
 
 void DockerBackend::giveBackRunner(std::unique_ptr<ContainerRunner> runner) const {
-  constexpr size_t kIdleRunners = 4;
-  std::lock_guard lock(mu_);
-  if (runner->usable() && runner->container() == container_ && runners_.size() < kIdleRunners) {
-    runners_.push_back(std::move(runner));
+  const std::string box = runner->container();
+  {
+    std::lock_guard lock(mu_);
+    if (runner->usable() && (box == container_ || extras_.count(box))) {
+      runners_.push_back(std::move(runner));
+    }
   }
+  releaseBox(box);
 }
 
 Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& spec) const {
   for (int attempt = 0;; ++attempt) {
     BYD_ASSIGN_OR_RETURN(std::unique_ptr<ContainerRunner> runner, takeRunner());
-    if (!runner) return exec(spec);
+    if (!runner) {
+      BYD_ASSIGN_OR_RETURN(std::string box, takeBox());
+      auto outcome = exec(spec, box);
+      if (outcome.ok() && !outcome->container_lost) endAll(box);  // what it left running
+      releaseBox(box);
+      return outcome;
+    }
     bool started = false;
     auto outcome = runner->run(spec, &started);
     if (!outcome.ok()) {
       // A runner that was gone before the command started (its container restarted or
       // stopped): once more, with a new one.
-      if (!started && !runner->usable() && attempt == 0) continue;
+      const bool again = !started && !runner->usable() && attempt == 0;
+      giveBackRunner(std::move(runner));
+      if (again) continue;
       return outcome.status();
     }
     if (outcome->no_status) {
       spdlog::warn("docker: the command runner's connection ended before the command's status");
-      checkContainer(runner->container(), &*outcome);
+      const std::string box = runner->container();
+      checkContainer(box, &*outcome);
       if (!outcome->container_lost) {
         // The engine may still call it running when its sandbox is gone (gVisor's, ended by
-        // a limit): a runner that cannot start there says so. One that can serves later calls.
-        auto fresh = startRunner(runner->container());
+        // a limit): a runner that cannot start there says so. One that can serves later calls,
+        // once what the command left is ended.
+        endAll(box);
+        auto fresh = startRunner(box);
         if (fresh.ok()) {
-          giveBackRunner(std::move(*fresh));
+          runner = std::move(*fresh);
         } else {
-          forgetContainer(runner->container());
+          forgetContainer(box);
           outcome->container_lost = true;
         }
       }
@@ -712,36 +800,43 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
 }
 
 Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
-  BYD_ASSIGN_OR_RETURN(std::string container, ensureContainer());
-  uint64_t run;
-  {
-    std::lock_guard lock(mu_);
-    run = next_run_++;
+  // A container of its own: nothing of another session's, or of a command's, runs beside the
+  // kernel, and ending the kernel ends the container, with all that the kernel's code started.
+  BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
+  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, /*named=*/false));
+  // byd-enter, as root, writes the kernel's pid (for interrupts) where the code cannot change
+  // it, becomes the container's user and executes the kernel. No launcher stays behind holding
+  // the kernel's pipes.
+  std::vector<std::string> cmd = {enterPath(), "--pid-file", kKernelPidFile,
+                                  codeUser(),  "/workspace", options_.python,
+                                  "-I",        "-S",         "-u"};
+  for (std::string& arg : confined(std::string(kKernelDir) + "/kernel.py")) {
+    cmd.push_back(std::move(arg));
   }
-  const std::string pid_file = "/tmp/.byd-kernel-" + std::to_string(run) + ".pid";
-  const std::string kernel = std::string(kKernelDir) + "/kernel.py";
-  BYD_ASSIGN_OR_RETURN(
-      json made,
-      client_.request("POST", "/containers/" + container + "/exec",
-                      // No launcher stays behind holding the kernel's pipes (a setsid -w
-                      // did, and any code of the container's user could open them through
-                      // its /proc/PID/fd): the shell becomes the kernel, which makes itself
-                      // a group leader and undumpable (confine.py).
-                      {{"Cmd",
-                        {"/bin/sh", "-c",
-                         "echo $$ > " + pid_file + "; exec " + quote(options_.python) +
-                             " -I -S -u " + shellWords(confined(kernel))}},
+  auto made =
+      client_.request("POST", "/containers/" + box + "/exec",
+                      {{"Cmd", cmd},
                        {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},
-                       {"User", options_.user},
-                       {"WorkingDir", "/workspace"},
+                       {"User", kRoot},
+                       {"WorkingDir", "/"},
                        {"AttachStdin", true},
                        {"AttachStdout", true},
                        {"AttachStderr", true},
-                       {"Tty", false}}));
-  BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn,
-                       client_.startExec(made.value("Id", "")));
-  auto signal = [this, container, pid_file](int sig) { killGroup(container, pid_file, sig); };
-  auto started = PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(conn), signal));
+                       {"Tty", false}});
+  auto conn = made.ok() ? client_.startExec(made->value("Id", ""))
+                        : Result<std::unique_ptr<docker::Hijacked>>(made.status());
+  if (!conn.ok()) {
+    removeContainer(box);
+    return conn.status();
+  }
+  auto signal = [this, box](int sig) {
+    if (sig == SIGINT) {
+      shell(box, std::string("read p < ") + kKernelPidFile + " && kill -INT $p", kRoot).ok();
+    } else {
+      removeContainer(box);
+    }
+  };
+  auto started = PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(*conn), signal));
   if (!started.ok()) {
     return failedPrecondition(started.status().message() + "; run_python needs " + options_.python +
                               " in the image " + options_.image);
@@ -751,7 +846,6 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
 
 Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
                                               const CancelToken& cancel) const {
-  BYD_RETURN_IF_ERROR(ensureContainer().status());
   std::shared_ptr<PythonSessions> sessions;
   {
     std::lock_guard lock(mu_);

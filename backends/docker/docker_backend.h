@@ -1,14 +1,18 @@
 #pragma once
-// The Docker backend: one hardened container per backend (per session), reached through the
-// Docker Engine API. The workspace is a host directory bind-mounted at /workspace; the file
-// tools work on it from the host through the Local backend's kernel-level resolver (as the
-// container's user), so paths resolve as the container sees them and symlinks cannot leave it.
-// execute and run_python run inside the container through exec; the container is created when
-// first needed and removed with the backend, unless it is a named one, which is reattached and
-// kept. Thread-safe.
+// The Docker backend: hardened containers per backend (per session), reached through the Docker
+// Engine API, all mounting one host directory at /workspace; the file tools work on it from the
+// host through the Local backend's kernel-level resolver (as the container's user), so paths
+// resolve as the container sees them and symlinks cannot leave it. Code runs in a container only
+// beside code of the same call or the same Python session: commands run one at a time in a
+// command container (the first one, or another made when commands overlap), and each Python
+// kernel has a container of its own. In each, root (which the code never is) runs the command
+// runner and starts the kernel, and every process of the code's user is ended with the call.
+// Containers are created when first needed and removed with the backend, unless it is a named
+// one (the first command container), which is reattached and kept. Thread-safe.
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,16 +90,26 @@ class DockerBackend : public Backend {
  private:
   DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions options, docker::Client client,
                 std::string workspace);
-  // The container, created and started if need be.
+  // The first command container, created and started if need be.
   Result<std::string> ensureContainer() const;
-  Result<std::string> createContainer(const std::string& runtime) const;
+  // A new container; `named` gives it --container-name (only the first command container).
+  Result<std::string> createContainer(const std::string& runtime, bool named) const;
+  void removeContainer(const std::string& container) const;
+  // The runtime, as resolveRuntime said the first time.
+  Result<std::string> resolvedRuntime() const;
   // Removes a container that stopped under us, so the next call makes a new one.
   void forgetContainer(const std::string& container) const;
+  // A command container that no command is using (the first one, an idle other one, or a new
+  // one), marked in use until releaseBox, which keeps it, or removes it beyond the spare ones.
+  Result<std::string> takeBox() const;
+  void releaseBox(const std::string& container) const;
+  // Drops the idle runners of `container` (mu_ held).
+  void dropRunnersOf(const std::string& container) const;
   // Runs a command through a runner kept in the container (runCommand), or, where the image
   // has no Python for one, through an exec of its own (exec, wrapped so that its process group
   // can be killed).
   Result<ExecOutcome> runCommand(const docker::CommandSpec& spec) const;
-  Result<ExecOutcome> exec(const docker::CommandSpec& spec) const;
+  Result<ExecOutcome> exec(const docker::CommandSpec& spec, const std::string& container) const;
   // An idle runner of the current container, or a new one; null when the image cannot have one.
   Result<std::unique_ptr<docker::ContainerRunner>> takeRunner() const;
   void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner) const;
@@ -106,11 +120,15 @@ class DockerBackend : public Backend {
   void checkContainer(const std::string& container, ExecOutcome* out) const;
   // Starts one Python kernel in the container.
   Result<std::unique_ptr<PythonKernel>> startKernel() const;
-  // Kills the process group whose leader wrote its pid to `pid_file` in the container; restarts
-  // the container when that cannot be done from inside.
-  void killGroup(const std::string& container, const std::string& pid_file, int sig) const;
-  // Runs a shell script in the container to its end; its exit status.
-  Result<int> shell(const std::string& container, const std::string& script) const;
+  // Ends every process of the code's user in a command container; restarts the container when
+  // that cannot be done from inside.
+  void endAll(const std::string& container) const;
+  // Runs a shell script in the container as `user` to its end; its exit status.
+  Result<int> shell(const std::string& container, const std::string& script,
+                    const std::string& user) const;
+
+  // "UID:GID" of the container's user, which runs the code.
+  std::string codeUser() const { return std::to_string(uid_) + ":" + std::to_string(gid_); }
 
   std::unique_ptr<LocalBackend> files_;
   const DockerOptions options_;
@@ -120,11 +138,13 @@ class DockerBackend : public Backend {
   gid_t gid_ = 1000;
 
   mutable std::mutex mu_;
-  mutable std::string container_;  // id
-  mutable std::string runtime_;    // what it runs under
-  mutable uint64_t next_run_ = 1;
+  mutable std::string container_;         // the first command container's id
+  mutable std::set<std::string> extras_;  // the other command containers
+  mutable std::set<std::string> in_use_;  // command containers a command runs in
+  mutable std::string runtime_;           // what they run under
   mutable std::shared_ptr<PythonSessions> python_;
-  mutable std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;  // idle ones
+  // Idle runners, each of an idle command container.
+  mutable std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;
   mutable bool no_runner_ = false;  // the image could not start one: exec per command
 };
 

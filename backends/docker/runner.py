@@ -2,16 +2,26 @@
 commands of `execute`, so that a command costs a fork instead of an engine exec (create, start,
 inspect: tens of milliseconds).
 
-Started as `python3 -I -S -u runner.py` through one exec whose stdin and stdout are the server's.
+Started as `python3 -I -S -u runner.py [--user UID:GID --enter BYD_ENTER]` through one exec
+whose stdin and stdout are the server's. With --user (the Docker backend starts it so, as the
+container's root), every command runs as UID:GID through byd-enter (which becomes that user and
+enters the directory as it, then executes the command; a fork of this process could not be a
+vfork once it changes ids, and costs twice as much under gVisor), with no supplementary groups
+and no capabilities: it cannot signal,
+trace or open the descriptors of the runner, and when it ends every process of UID in the
+container is killed too (the runner's container holds no other code: a command that killed its
+parent, or left the runner's tree some other way, does not outlive it).
 It runs one command at a time, to its end. In (stdin): frames of a 4-byte big-endian length and
 that much UTF-8 JSON:
   {"type": "run", "argv": [...], "env": ["K=V", ...], "cwd": DIR, "stdin": TEXT,
-   "max_output": BYTES}
+   "max_output": BYTES, "nonce": TEXT}
   {"type": "kill"}        ends the running command's process group
 Out (stdout): frames of a kind byte, a 4-byte big-endian length and that many bytes:
   R ready (JSON {"pid"}), S started, O / E stdout / stderr bytes (each cut at max_output, the
   rest read and dropped), L the latest complete stdout line past the cut (at most once a
-  second), X exit (JSON {"exit_code", "signal", "truncated": [out, err]} or {"error": TEXT}).
+  second), X exit (JSON {"exit_code", "signal", "truncated": [out, err], "nonce"} or {"error": TEXT,
+  "nonce"}; the nonce is the request's, which the command never sees, so an exit frame the command
+  wrote into the runner's output itself is told from the runner's).
 Each command leads a process group of its own, and the runner is a child subreaper, so what a
 command starts stays below the runner even when it leaves the group (setsid) or its parent
 dies. When the command ends, or is killed, its group and then everything else below the runner
@@ -132,6 +142,37 @@ def _descendants():
     return found
 
 
+def _uid_of(pid):
+    """The real uid of process `pid`, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _sweep(uid):
+    """Kills every process of `uid` in the container (with --user: what the command left, wherever
+    it went), until none is left or two seconds have passed."""
+    if uid is None:
+        return
+    deadline = time.monotonic() + 2
+    while True:
+        found = [int(n) for n in os.listdir("/proc") if n.isdigit() and _uid_of(int(n)) == uid]
+        _reap()
+        if not found or time.monotonic() >= deadline:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+
 def _kill_command(proc):
     """Ends a command that is still running: first its whole tree while the parent links still
     hold it together (a member that left the group is found there), then its group, then what
@@ -143,6 +184,7 @@ def _kill_command(proc):
             pass
     _kill_group(proc.pid, proc)
     _end_tree()
+    _sweep(_USER[0] if _USER else None)
 
 
 def _end_tree():
@@ -209,16 +251,24 @@ class _Stream:
             self.last_line_at = now
 
 
-def _run(req, proto_in, out, wake_r):
+def _run(req, proto_in, out, wake_r, user):
     env = dict(e.split("=", 1) for e in req.get("env", []) if "=" in e)
     stdin_data = req.get("stdin", "").encode("utf-8", "surrogateescape")
+    nonce = req.get("nonce")
+    cwd = req.get("cwd") or None
+    argv = req.get("argv")
+    if user is not None and isinstance(argv, list):
+        # The directory is entered as the user (after the ids change), not as root; an error
+        # there is the command's (exit status 126, said on its stderr).
+        argv = [_ENTER, f"{user[0]}:{user[1]}", cwd or "/", *argv]
+        cwd = None
     try:
-        proc = subprocess.Popen(req["argv"], cwd=req.get("cwd") or None, env=env,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env,
                                 stdin=subprocess.PIPE if stdin_data else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, close_fds=True)
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        out.send_json(b"X", {"error": f"cannot start the command: {exc}"})
+        out.send_json(b"X", {"error": f"cannot start the command: {exc}", "nonce": nonce})
         return
     out.send(b"S")
     cap = max(0, int(req.get("max_output", 100 * 1024)))
@@ -284,6 +334,7 @@ def _run(req, proto_in, out, wake_r):
             exited_at = time.monotonic()
             _kill_group(proc.pid, proc)  # what it left running goes with it
             _end_tree()
+            _sweep(user[0] if user else None)
     if proc.stdin is not None and not proc.stdin.closed:
         proc.stdin.close()
     sel.close()
@@ -292,12 +343,34 @@ def _run(req, proto_in, out, wake_r):
     _kill_group(proc.pid, proc)
     status = proc.wait()
     _end_tree()
+    if exited_at is None:  # else swept when it exited, and nothing of the user was left to fork
+        _sweep(user[0] if user else None)
     out.send_json(b"X", {"exit_code": 128 - status if status < 0 else status,
                          "signal": -status if status < 0 else 0, "killed": killed,
-                         "truncated": [s.truncated for s in streams.values()]})
+                         "truncated": [s.truncated for s in streams.values()], "nonce": nonce})
+
+
+_USER = None  # (uid, gid) with --user
+_ENTER = None  # the path of byd-enter, with --user
+
+
+def _parse_user(argv):
+    if not argv:
+        return None, None
+    try:
+        if argv[0] != "--user" or argv[2] != "--enter" or len(argv) != 4:
+            raise ValueError
+        uid, gid = (int(part) for part in argv[1].split(":"))
+    except (IndexError, ValueError):
+        raise SystemExit("usage: runner.py [--user UID:GID --enter BYD_ENTER]")
+    if uid == 0:
+        raise SystemExit("runner.py: --user must not be root")
+    return (uid, gid), argv[3]
 
 
 def main():
+    global _USER, _ENTER
+    _USER, _ENTER = _parse_user(sys.argv[1:])
     proto_in = _In(os.dup(0))
     out = _Out(os.dup(1))
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -314,9 +387,10 @@ def main():
             return
         if req.get("type") == "run":
             try:
-                _run(req, proto_in, out, wake_r)
+                _run(req, proto_in, out, wake_r, _USER)
             except Exception as exc:  # a bug here: say so, and let the server start another
-                out.send_json(b"X", {"error": f"the command runner failed: {exc!r}"})
+                out.send_json(b"X", {"error": f"the command runner failed: {exc!r}",
+                                     "nonce": req.get("nonce")})
                 raise
         # a kill that came after its command ended has nothing left to do
 

@@ -63,5 +63,13 @@ TEST(SplitList, PartsBetweenSeparatorsWithoutEmptyOnes) {
   EXPECT_EQ(splitList("one", ','), (std::vector<std::string>{"one"}));
 }
 
+TEST(RandomHex, LowercaseHexOfTheLengthAskedAndNeverTheSameTwice) {
+  const std::string a = randomHex(16), b = randomHex(16);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(randomHex(0), "");
+}
+
 }  // namespace
 }  // namespace byd

@@ -233,18 +233,15 @@ class DockerBackend(unittest.TestCase):
             time.sleep(0.2)
         return self.server.wait(rid, timeout)["result"], slowest
 
-    def test_a_session_cannot_open_another_sessions_kernel(self):
-        # Kernels are undumpable and no launcher keeps their pipes: another session's code, of
-        # the same container user, cannot open them through /proc/PID/fd to drive the kernel.
-        if RUNTIME == "runsc":
-            self.skipTest("gVisor does not apply PR_SET_DUMPABLE to /proc/PID/fd; sessions in "
-                          "one container are not yet kept apart under runsc")
+    def test_a_session_cannot_reach_another_sessions_kernel(self):
+        # Each kernel has a container of its own: another session's code cannot find it in
+        # /proc, open its pipes through /proc/PID/fd, or signal it.
         victim = self.server.tool("run_python", {"code": "tok = 'mine'\nimport os\nos.getpid()",
                                                   "session": "victim"})
         self.assertFalse(victim["isError"], victim)
         code = (
-            "import os\n"
-            "opened = []\n"
+            "import os, signal\n"
+            "seen, opened, signalled = [], [], []\n"
             "for name in os.listdir('/proc'):\n"
             "    if not name.isdigit() or int(name) == os.getpid():\n"
             "        continue\n"
@@ -254,17 +251,92 @@ class DockerBackend(unittest.TestCase):
             "        continue\n"
             "    if b'kernel.py' not in cmd and b'runner.py' not in cmd:\n"
             "        continue\n"
+            "    seen.append(name)\n"
             "    for fd in range(8):\n"
             "        try:\n"
             "            os.close(os.open(f'/proc/{name}/fd/{fd}', os.O_WRONLY))\n"
             "            opened.append((name, fd))\n"
             "        except OSError:\n"
             "            pass\n"
-            "opened")
+            "    try:\n"
+            "        os.kill(int(name), signal.SIGSTOP)\n"
+            "        signalled.append(name)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "(seen, opened, signalled)")
         r = self.server.tool("run_python", {"code": code, "session": "attacker"})
-        self.assertEqual(r["structuredContent"]["result"], "[]", r)
+        self.assertEqual(r["structuredContent"]["result"], "([], [], [])", r)
         r = self.server.tool("run_python", {"code": "tok", "session": "victim"})
         self.assertEqual(r["structuredContent"]["result"], "'mine'", r)
+
+    # Every process of the container's user but the asking command's own (its python and the
+    # shell that started it), by command line.
+    LEFT = ("python3 -c \"import os; skip = {os.getpid(), os.getppid()}; print(sorted("
+            "open(f'/proc/{p}/cmdline', 'rb').read().replace(bytes(1), b' ').decode().strip() "
+            "for p in os.listdir('/proc') if p.isdigit() and int(p) not in skip and "
+            f"os.stat(f'/proc/{{p}}').st_uid == {SANDBOX_UID}))\"")
+
+    def test_a_command_cannot_outlive_its_call_or_forge_later_output(self):
+        # The runner is root's: the command's kill of its parent is refused, and the spinner
+        # that follows ends at the call's timeout.
+        r = self.server.sh("kill -9 $PPID; echo parent:$?; "
+                           "exec python3 -c 'while True: pass'", timeout_s=2)
+        self.assertTrue(r["timed_out"], r)
+        self.assertEqual(r["stdout"], "parent:1\n")
+        self.assertEqual(self.server.sh(self.LEFT)["stdout"], "[]\n")
+        # An escapee (its own session, its parent gone) that writes into every stdout it can
+        # open through /proc ends with the call that started it: later calls print their own.
+        r = self.server.sh(
+            "(setsid sh -c 'while :; do for f in /proc/[0-9]*/fd/1; do "
+            "echo FORGED-BY-ESCAPEE > $f; done 2>/dev/null; sleep 0.05; done' &); echo started")
+        self.assertEqual((r["stdout"], r["exit_code"]), ("started\n", 0), r)
+        for _ in range(3):
+            r = self.server.sh("sleep 0.3; echo real")
+            self.assertEqual(r["stdout"], "real\n", r)
+        self.assertEqual(self.server.sh(self.LEFT)["stdout"], "[]\n")
+
+    def test_commands_that_run_at_once_cannot_see_each_other(self):
+        slow = self.server.start("tools/call", {"name": "execute", "arguments": {
+            "command": "echo started > slow.started; sleep 4; echo slow done"}})
+        deadline = time.monotonic() + 60
+        while self.server.sh("cat slow.started 2>/dev/null")["stdout"] != "started\n":
+            self.assertLess(time.monotonic(), deadline, "the slow command never started")
+            time.sleep(0.05)
+        r = self.server.sh(
+            "python3 -c \"import os\nfor p in os.listdir('/proc'):\n"
+            " if p.isdigit() and open(f'/proc/{p}/cmdline', 'rb').read() == b'sleep 4 '.replace(b' ', bytes(1)):\n"
+            "  print('found', p); os.kill(int(p), 9)\"; echo looked")
+        self.assertEqual(r["stdout"], "looked\n", r)
+        done = self.server.wait(slow)["result"]["structuredContent"]
+        self.assertEqual((done["stdout"], done["exit_code"]), ("slow done\n", 0), done)
+
+    def test_a_killed_kernel_leaves_nothing_running(self):
+        # A cell that ignores SIGINT, after starting a daemon (a session of its own) that
+        # writes a line a tenth of a second: the timeout's interrupt fails, the kernel is
+        # killed, and the daemon with it. The pid the server signals is root's file.
+        r = self.server.tool("run_python", {"session": "stubborn", "code": (
+            "try:\n"
+            "    open('/tmp/.byd-kernel.pid', 'w').write('1')\n"
+            "    r = 'written'\n"
+            "except OSError as e:\n"
+            "    r = type(e).__name__\n"
+            "r")})
+        self.assertEqual(r["structuredContent"]["result"], "'PermissionError'", r)
+        code = (
+            "import os, signal, subprocess, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "subprocess.Popen(['sh', '-c', 'while :; do echo x >> /workspace/daemon.log; "
+            "sleep 0.1; done'], start_new_session=True)\n"
+            "while True:\n"
+            "    time.sleep(0.1)\n")
+        r = self.server.tool("run_python", {"code": code, "session": "stubborn", "timeout_s": 2})
+        self.assertTrue(r["structuredContent"]["state_lost"], r)
+        size = self.server.sh("wc -c < daemon.log")["stdout"]
+        time.sleep(1)
+        self.assertEqual(self.server.sh("wc -c < daemon.log")["stdout"], size,
+                         "the daemon still writes")
+        r = self.server.tool("run_python", {"code": "'again'", "session": "stubborn"})
+        self.assertEqual(r["structuredContent"]["result"], "'again'", r)
 
     def test_no_setuid_or_setgid_file_reaches_the_host(self):
         # The Local sandbox's attacks, from a container: each is refused by the seccomp

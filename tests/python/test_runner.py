@@ -39,8 +39,11 @@ def alive(pid):
 
 
 class RunnerTest(unittest.TestCase):
+    ARGS = []
+
     def setUp(self):
-        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", RUNNER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", RUNNER, *self.ARGS],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
                                      start_new_session=True)
         self.pending = b""
@@ -56,6 +59,10 @@ class RunnerTest(unittest.TestCase):
         self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             f.close()
+
+    def workdir(self):
+        """A directory for a test's files, which the commands may write in."""
+        return tempfile.TemporaryDirectory()
 
     def send(self, msg):
         body = json.dumps(msg).encode()
@@ -107,7 +114,7 @@ class RunnerTest(unittest.TestCase):
             self.assertEqual(self.run_command(f"echo {i}")[0], f"{i}\n".encode())
 
     def test_env_cwd_and_stdin(self):
-        with tempfile.TemporaryDirectory() as tmp:
+        with self.workdir() as tmp:
             out, _, end, _ = self.run_command("pwd; echo $GREETING; cat", cwd=tmp,
                                               env=ENV + ["GREETING=hello"], stdin="line 1\nline 2")
         self.assertEqual(out.decode(), f"{tmp}\nhello\nline 1\nline 2")
@@ -143,7 +150,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual((end["exit_code"], end["signal"]), (128 + 15, 15))
 
     def test_kill_ends_the_whole_group(self):
-        with tempfile.TemporaryDirectory() as tmp:
+        with self.workdir() as tmp:
             pids = os.path.join(tmp, "pids")
             self.send({"type": "run", "argv": ["/bin/sh", "-c",
                                                f"sleep 60 & echo $! > {pids}; sleep 60"],
@@ -192,7 +199,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(self.run_command("echo next")[0], b"next\n")
 
     def test_kill_ends_a_daemon_and_an_orphan(self):
-        with tempfile.TemporaryDirectory() as tmp:
+        with self.workdir() as tmp:
             pids = os.path.join(tmp, "pids")
             # An orphan (its parent exits at once) and a daemon (a session of its own).
             self.send({"type": "run", "argv": ["/bin/sh", "-c",
@@ -218,6 +225,77 @@ class RunnerTest(unittest.TestCase):
     def test_the_runner_ends_with_its_input(self):
         self.proc.stdin.close()
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
+
+
+# A uid no one else on this machine runs as, for the tests of --user.
+USER_UID = 61000 + os.getpid() % 1000
+# byd-enter, as built (the test command says where).
+ENTER = os.environ.get("BYD_ENTER", os.path.join(ROOT, "build", "backends", "byd-enter"))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the runner drops to --user only when it starts as root")
+class RunnerAsUserTest(RunnerTest):
+    """The runner as the Docker backend starts it: root, running each command as another user
+    through byd-enter."""
+    ARGS = ["--user", f"{USER_UID}:{USER_UID}", "--enter", ENTER]
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(ENTER, os.X_OK):
+            raise AssertionError(f"no byd-enter at {ENTER}: build it, or set BYD_ENTER")
+
+    def workdir(self):
+        made = tempfile.TemporaryDirectory()
+        os.chown(made.name, USER_UID, USER_UID)
+        return made
+
+    def test_a_missing_directory_is_an_error_and_the_runner_goes_on(self):
+        _, err, end, _ = self.run_command("true", cwd="/no/such/dir")
+        self.assertEqual(end["exit_code"], 126)
+        self.assertEqual(err, b"byd-enter: cannot enter /no/such/dir: No such file or directory\n")
+        self.assertEqual(self.run_command("echo still")[0], b"still\n")
+
+    def test_commands_run_as_the_user_without_groups_or_capabilities(self):
+        out, _, end, _ = self.run_command("id -u; id -g; id -G; grep CapEff /proc/self/status")
+        self.assertEqual(out.decode().split(), [str(USER_UID)] * 3 + ["CapEff:", "0" * 16])
+
+    def test_a_command_cannot_kill_the_runner(self):
+        out, err, end, _ = self.run_command("kill -9 $PPID; echo $?")
+        self.assertEqual(out, b"1\n")
+        self.assertIn(b"not permitted", err)
+        self.assertIsNone(self.proc.poll())
+        self.assertEqual(self.run_command("echo next")[0], b"next\n")
+
+    def test_the_exit_frame_carries_the_requests_nonce(self):
+        self.assertEqual(self.run_command("true", nonce="n-123")[2]["nonce"], "n-123")
+        self.assertEqual(self.run_command("true", cwd="/nonexistent", nonce="n-4")[2]["nonce"],
+                         "n-4")
+
+    def test_the_directory_is_entered_as_the_user(self):
+        with self.workdir() as tmp:
+            mine = os.path.join(tmp, "mine")
+            os.mkdir(mine, 0o700)
+            os.chown(mine, USER_UID, USER_UID)
+            os.chmod(tmp, 0o755)
+            out, _, end, _ = self.run_command("pwd", cwd=mine)
+            self.assertEqual((out, end["exit_code"]), (mine.encode() + b"\n", 0))
+            roots = os.path.join(tmp, "roots")
+            os.mkdir(roots, 0o700)
+            out, err, end, _ = self.run_command("pwd", cwd=roots)
+            self.assertEqual((out, end["exit_code"]), (b"", 126))
+            self.assertEqual(err.decode(),
+                             f"byd-enter: cannot enter {roots}: Permission denied\n")
+
+    def test_every_process_of_the_user_ends_with_a_command(self):
+        # A process of the user outside the runner's tree (as one that escaped it would be).
+        stray = subprocess.Popen(["sleep", "60"], user=USER_UID, group=USER_UID, extra_groups=[])
+        try:
+            self.assertEqual(self.run_command("echo done")[2]["exit_code"], 0)
+            self.assertEqual(stray.wait(TIMEOUT), -9)
+        finally:
+            if stray.poll() is None:
+                stray.kill()
+                stray.wait()
 
 
 if __name__ == "__main__":
