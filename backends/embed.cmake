@@ -1,0 +1,22 @@
+# Writes OUT: a file (SRC) as a C++ definition named NAME, so the server needs no data files
+# beside it. KIND=text: a string (a Python source). KIND=binary: an array of bytes, and its size
+# as NAME_size (a static executable).
+get_filename_component(src_name ${SRC} NAME)
+set(body "// Generated from ${src_name} by embed.cmake. Do not edit.\n#include <cstddef>\n")
+string(APPEND body "namespace byd {\n")
+if(KIND STREQUAL "text")
+  file(READ ${SRC} content)
+  string(APPEND body "extern const char ${NAME}[];\n")
+  string(APPEND body "const char ${NAME}[] = R\"byd_py(${content})byd_py\";\n")
+else()
+  file(READ ${SRC} content HEX)
+  string(LENGTH "${content}" digits)
+  math(EXPR size "${digits} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${content}")
+  string(APPEND body "extern const unsigned char ${NAME}[];\nextern const size_t ${NAME}_size;\n")
+  string(APPEND body "const unsigned char ${NAME}[] = {${bytes}};\n")
+  string(APPEND body "const size_t ${NAME}_size = ${size};\n")
+endif()
+string(APPEND body "}  // namespace byd\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
