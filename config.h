@@ -1,7 +1,8 @@
 #pragma once
-// Start-up configuration: defaults, then the --config JSON file (validated against
-// schemas/config.schema.json), then command-line flags, in that order of precedence. Parsed
-// once in main() before any thread starts.
+// Start-up configuration: the settings (declared once, in settings.cpp's table) from their
+// defaults, then the --config JSON file, then BACKYARD_* environment variables, then flags, each
+// over the one before; then the checks that span settings. Parsed once in main() before any
+// thread starts.
 
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "backends/local/sandbox.h"
 #include "common/result.h"
 #include "permissions/ruleset.h"
+#include "settings.h"
 #include "tools/tool.h"
 
 namespace byd {
@@ -57,18 +59,18 @@ struct Config {
 // What main() should do after parsing.
 struct ParsedCommandLine {
   Config config;
-  bool exit_now = false;  // --help or --version was printed
+  SettingOrigins origins;     // where each setting that is not its default came from
+  bool print_config = false;  // --print-config
+  bool exit_now = false;      // --help or --version was printed
   int exit_code = 0;
 };
 
-// Parses flags and the config file. Errors (bad flag, unknown config key, wrong type, missing
-// root) come back as InvalidArgument naming the problem; main() prints them and exits 2.
+// Parses flags, the environment and the config file. Errors (bad flag, unknown config key,
+// wrong type or range from any source, missing root) come back as InvalidArgument naming the
+// source and the setting; main() prints them and exits 2.
 Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::string& version);
 
 // The effective ruleset: inline, a preset by name, or a file. Errors name the file and rule.
 Result<permissions::Ruleset> loadRuleset(const Config& config);
-
-// Applies a config-file document (already parsed) on top of `config`.
-Status applyConfigJson(const nlohmann::json& doc, Config& config);
 
 }  // namespace byd

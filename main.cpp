@@ -286,6 +286,10 @@ int main(int argc, char** argv) {
   }
   if (parsed->exit_now) return parsed->exit_code;
   const byd::Config& config = parsed->config;
+  if (parsed->print_config) {
+    printf("%s\n", byd::describeSettings(config, parsed->origins).dump(2).c_str());
+    return 0;
+  }
   auto rules = byd::loadRuleset(config);
   if (!rules.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", rules.status().message().c_str());

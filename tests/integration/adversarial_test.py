@@ -366,7 +366,7 @@ class Startup(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             r = self.start("--config", self.config(tmp, {"max_results": "many"}))
             self.assertEqual(r.returncode, 2)
-            self.assertIn(b"config.max_results: must be an integer", r.stderr)
+            self.assertIn(b": max_results: not an integer", r.stderr)
 
     def test_config_not_json(self):
         with tempfile.TemporaryDirectory() as tmp:

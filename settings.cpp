@@ -1,0 +1,726 @@
+#include "settings.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "common/text.h"
+#include "config.h"
+
+namespace byd {
+namespace {
+
+using nlohmann::json;
+
+// A setting that is one member of Config, as it is.
+#define BYD_MEMBER(expr) \
+  [](const Config& c) -> json { return c.expr; }, [](Config& c, const json& v) { v.get_to(c.expr); }
+
+constexpr double kMaxBytes = static_cast<double>(uint64_t{1} << 50);
+
+std::vector<Setting> makeTable() {
+  using T = SettingType;
+  return {
+      {"backend",
+       "--backend",
+       T::kChoice,
+       "NAME",
+       "the workspace: a directory on this machine (local), an in-memory tree (state), or a "
+       "container per session (docker)",
+       {"state", "local", "docker"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(backend)},
+      {"root",
+       "--root",
+       T::kString,
+       "DIR",
+       "Local: the workspace root, which must exist (default: the current directory); Docker: "
+       "the directory mounted at /workspace (default: a temporary one)",
+       {},
+       0,
+       0,
+       "see meaning",
+       [](const Config& c) -> json { return c.root; },
+       [](Config& c, const json& v) {
+         v.get_to(c.root);
+         c.root_given = true;
+       }},
+      {"allow",
+       "--allow",
+       T::kList,
+       "DIR",
+       "Local: a further directory the file tools may read and write, by absolute path "
+       "(repeatable)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(allow)},
+      {"state_file",
+       "--state-file",
+       T::kString,
+       "FILE",
+       "State: a JSON snapshot loaded at start if it exists and saved atomically at exit",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(state_file)},
+      {"state_sync",
+       "--state-sync",
+       T::kBool,
+       "",
+       "State: also save the snapshot after every write, before the write is answered",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(state_sync)},
+      {"log_level",
+       "--log-level",
+       T::kChoice,
+       "LEVEL",
+       "how much goes to stderr (one line per request at info, bodies at debug)",
+       {"trace", "debug", "info", "warn", "error", "off"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(log_level)},
+      {"max_message_bytes",
+       "--max-message-bytes",
+       T::kInt,
+       "BYTES",
+       "a JSON-RPC message larger than this is refused with an error and skipped",
+       {},
+       1024,
+       1 << 30,
+       "16 MiB",
+       BYD_MEMBER(max_message_bytes)},
+      {"max_text_bytes",
+       "--max-text-bytes",
+       T::kInt,
+       "BYTES",
+       "a tool's text result is cut here, with a note saying so",
+       {},
+       1024,
+       1 << 30,
+       "100 KiB",
+       BYD_MEMBER(limits.max_text_bytes)},
+      {"max_read_bytes",
+       "--max-read-bytes",
+       T::kInt,
+       "BYTES",
+       "the largest image read_file returns and the largest file edit_file loads",
+       {},
+       1024,
+       static_cast<double>(uint64_t{1} << 32),
+       "10 MiB",
+       BYD_MEMBER(limits.max_read_bytes)},
+      {"max_results",
+       "--max-results",
+       T::kInt,
+       "N",
+       "the most entries ls, glob and grep return, with a note when more exist",
+       {},
+       1,
+       1000000,
+       nullptr,
+       BYD_MEMBER(limits.max_results)},
+      {"workers",
+       "--workers",
+       T::kInt,
+       "N",
+       "threads running tool calls",
+       {},
+       1,
+       256,
+       nullptr,
+       BYD_MEMBER(workers)},
+      {"ruleset",
+       "--ruleset",
+       T::kRuleset,
+       "NAME|FILE",
+       "the permission ruleset: a preset (default, permissive, readonly, strict) or a JSON file; "
+       "in the config file also the ruleset itself",
+       {},
+       0,
+       0,
+       nullptr,
+       [](const Config& c) -> json {
+         return c.ruleset_inline.is_null() ? json(c.ruleset) : c.ruleset_inline;
+       },
+       [](Config& c, const json& v) {
+         if (v.is_object()) {
+           c.ruleset_inline = v;
+         } else {
+           v.get_to(c.ruleset);
+           c.ruleset_inline = nullptr;
+         }
+       }},
+      {"ask_fallback",
+       "--ask-fallback",
+       T::kChoice,
+       "deny|allow",
+       "what ask becomes when the client cannot ask the user (no elicitation, or no answer)",
+       {"deny", "allow"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(ask_fallback)},
+      {"ask_timeout_s",
+       "--ask-timeout",
+       T::kNumber,
+       "SECONDS",
+       "how long an ask waits for the user's answer",
+       {},
+       1,
+       3600,
+       nullptr,
+       BYD_MEMBER(ask_timeout_s)},
+      {"sandbox",
+       "--sandbox",
+       T::kChoice,
+       "bwrap|none",
+       "how execute isolates commands; none runs them as plain processes (logged as a warning "
+       "and said in instructions)",
+       {"bwrap", "none"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(sandbox)},
+      {"sandbox_user",
+       "--sandbox-user",
+       T::kString,
+       "USER",
+       "who a root server's commands and Python kernels are on the host, and a container's "
+       "user: a user name or uid, never root (default: the workspace's owner, or the dedicated "
+       "uid 65533 when root owns it)",
+       {},
+       0,
+       0,
+       "see meaning",
+       BYD_MEMBER(sandbox_user)},
+      {"max_timeout_s",
+       "--max-timeout",
+       T::kInt,
+       "SECONDS",
+       "the longest timeout_s execute accepts",
+       {},
+       1,
+       86400,
+       nullptr,
+       BYD_MEMBER(limits.max_timeout_s)},
+      {"max_output_bytes",
+       "--max-output-bytes",
+       T::kInt,
+       "BYTES",
+       "execute keeps this much of stdout and of stderr",
+       {},
+       1024,
+       1 << 30,
+       "100 KiB",
+       BYD_MEMBER(limits.max_output_bytes)},
+      {"memory_limit",
+       "--memory-limit",
+       T::kInt,
+       "BYTES",
+       "memory of the sandbox as a whole (a cgroup where possible) and of each process in it "
+       "(RLIMIT_AS); 0: none",
+       {},
+       0,
+       kMaxBytes,
+       "1 GiB",
+       BYD_MEMBER(sandbox_limits.memory_bytes)},
+      {"process_limit",
+       "--process-limit",
+       T::kInt,
+       "N",
+       "processes of the sandbox, its commands and kernels together (cgroup pids; RLIMIT_NPROC "
+       "where there is none); 0: none",
+       {},
+       0,
+       1 << 22,
+       nullptr,
+       BYD_MEMBER(sandbox_limits.processes)},
+      {"file_size_limit",
+       "--file-size-limit",
+       T::kInt,
+       "BYTES",
+       "the largest file a command may write (RLIMIT_FSIZE); 0: none",
+       {},
+       0,
+       kMaxBytes,
+       "1 GiB",
+       BYD_MEMBER(sandbox_limits.file_size_bytes)},
+      {"open_files_limit",
+       "--open-files-limit",
+       T::kInt,
+       "N",
+       "open files of a command (RLIMIT_NOFILE)",
+       {},
+       16,
+       1 << 20,
+       nullptr,
+       BYD_MEMBER(sandbox_limits.open_files)},
+      {"cpu_limit",
+       "--cpu-limit",
+       T::kInt,
+       "SECONDS",
+       "CPU time of a command (RLIMIT_CPU), besides the wall-clock timeout; 0: none",
+       {},
+       0,
+       1 << 30,
+       nullptr,
+       BYD_MEMBER(sandbox_limits.cpu_seconds)},
+      {"python",
+       "--python",
+       T::kString,
+       "PATH",
+       "the interpreter of run_python sessions",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(python.python)},
+      {"python_sessions",
+       "--python-sessions",
+       T::kInt,
+       "N",
+       "run_python sessions per connection",
+       {},
+       1,
+       256,
+       nullptr,
+       BYD_MEMBER(python.max_sessions)},
+      {"python_idle",
+       "--python-idle",
+       T::kInt,
+       "MINUTES",
+       "an unused run_python session is stopped after this long",
+       {},
+       1,
+       10080,
+       nullptr,
+       [](const Config& c) -> json {
+         return std::chrono::duration_cast<std::chrono::minutes>(c.python.idle).count();
+       },
+       [](Config& c, const json& v) { c.python.idle = std::chrono::minutes(v.get<int64_t>()); }},
+      {"transport",
+       "--transport",
+       T::kChoice,
+       "stdio|http",
+       "serve MCP over stdin/stdout, or over HTTP",
+       {"stdio", "http"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(transport)},
+      {"listen",
+       "--listen",
+       T::kString,
+       "HOST:PORT",
+       "HTTP: where to listen; port 0 picks a free one (the address is printed on stderr)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(listen)},
+      {"token_file",
+       "--token-file",
+       T::kString,
+       "FILE",
+       "HTTP: a file holding the bearer token every /mcp request must carry (else the variable "
+       "BACKYARD_TOKEN); required when listening beyond loopback",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(token_file)},
+      {"allow_host",
+       "--allow-host",
+       T::kList,
+       "NAME",
+       "HTTP: a further host name accepted in Host and Origin beside the loopback ones "
+       "(repeatable)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(allowed_hosts)},
+      {"max_sessions",
+       "--max-sessions",
+       T::kInt,
+       "N",
+       "HTTP: sessions at once; beyond, initialize gets 429 with Retry-After",
+       {},
+       1,
+       100000,
+       nullptr,
+       BYD_MEMBER(max_sessions)},
+      {"session_idle_s",
+       "--session-idle",
+       T::kNumber,
+       "SECONDS",
+       "HTTP: an unused session is ended (with its sandbox and kernels) after this long",
+       {},
+       1,
+       604800,
+       nullptr,
+       BYD_MEMBER(session_idle_s)},
+      {"shutdown_grace_s",
+       "--shutdown-grace",
+       T::kNumber,
+       "SECONDS",
+       "HTTP: how long calls in flight may run on after SIGTERM",
+       {},
+       0,
+       3600,
+       nullptr,
+       BYD_MEMBER(shutdown_grace_s)},
+      {"read_timeout_s",
+       "--read-timeout",
+       T::kNumber,
+       "SECONDS",
+       "HTTP: how long a client may take to send each whole request (headers and body), from "
+       "its first byte",
+       {},
+       1,
+       3600,
+       nullptr,
+       BYD_MEMBER(read_timeout_s)},
+      {"max_connections",
+       "--max-connections",
+       T::kInt,
+       "N",
+       "HTTP: connections open at once; beyond, a new one is answered 503 at once",
+       {},
+       1,
+       100000,
+       nullptr,
+       BYD_MEMBER(max_connections)},
+      {"max_connections_per_address",
+       "--max-connections-per-address",
+       T::kInt,
+       "N",
+       "HTTP: connections open at once from one client address; beyond, 503 at once",
+       {},
+       1,
+       100000,
+       nullptr,
+       BYD_MEMBER(max_connections_per_address)},
+      {"workspace_root",
+       "--workspace-root",
+       T::kString,
+       "DIR",
+       "HTTP, Local or Docker: each session works in a fresh directory DIR/session-XXXXXX (kept "
+       "after the session) instead of sharing the root",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(workspace_root)},
+      {"docker_host",
+       "--docker-host",
+       T::kString,
+       "ADDRESS",
+       "Docker: the engine's address, unix:///PATH or tcp://HOST:PORT (else DOCKER_HOST, else "
+       "unix:///var/run/docker.sock)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(docker.host)},
+      {"image",
+       "--image",
+       T::kString,
+       "IMAGE",
+       "Docker: the image of the containers",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(docker.image)},
+      {"runtime",
+       "--runtime",
+       T::kChoice,
+       "NAME",
+       "Docker: auto (gVisor when the engine has runsc), runc or runsc",
+       {"auto", "runc", "runsc"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(docker.runtime)},
+      {"container_name",
+       "--container-name",
+       T::kString,
+       "NAME",
+       "Docker, stdio: reattach this container (start it if stopped) and keep it at exit",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(docker.container_name)},
+      {"network",
+       "--network",
+       T::kString,
+       "NAME",
+       "Docker: the containers' network",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(docker.network)},
+      {"container_memory",
+       "--container-memory",
+       T::kInt,
+       "BYTES",
+       "Docker: memory of each container, swap included",
+       {},
+       static_cast<double>(int64_t{64} << 20),
+       static_cast<double>(int64_t{1} << 40),
+       "1 GiB",
+       BYD_MEMBER(docker.memory_bytes)},
+      {"cpus",
+       "--cpus",
+       T::kNumber,
+       "N",
+       "Docker: CPUs of each container",
+       {},
+       0.01,
+       1024,
+       nullptr,
+       BYD_MEMBER(docker.cpus)},
+      {"pids",
+       "--pids",
+       T::kInt,
+       "N",
+       "Docker: processes of each container",
+       {},
+       8,
+       1 << 22,
+       nullptr,
+       BYD_MEMBER(docker.pids)},
+  };
+}
+
+#undef BYD_MEMBER
+
+std::string typeWord(SettingType t) {
+  switch (t) {
+    case SettingType::kInt:
+      return "an integer";
+    case SettingType::kNumber:
+      return "a number";
+    case SettingType::kBool:
+      return "true or false";
+    case SettingType::kList:
+      return "an array of strings";
+    case SettingType::kRuleset:
+      return "a string or a ruleset object";
+    default:
+      return "a string";
+  }
+}
+
+std::string numberText(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return json(v).dump();
+}
+
+Status checkRange(const Setting& s, double v, const std::string& source) {
+  if (v < s.min || v > s.max) {
+    return invalidArgument(source + ": out of range (" + numberText(s.min) + " to " +
+                           numberText(s.max) + ")");
+  }
+  return okStatus();
+}
+
+Status checkChoice(const Setting& s, const std::string& v, const std::string& source) {
+  if (s.type != SettingType::kChoice) return okStatus();
+  std::string all;
+  for (const char* c : s.choices) {
+    if (v == c) return okStatus();
+    all += (all.empty() ? "" : ", ") + std::string(c);
+  }
+  return invalidArgument(source + ": not one of " + all);
+}
+
+}  // namespace
+
+std::string Setting::envName() const {
+  std::string out = "BACKYARD_";
+  for (const char* p = key; *p != '\0'; ++p) {
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+  }
+  return out;
+}
+
+const std::vector<Setting>& settingsTable() {
+  static const std::vector<Setting> table = makeTable();
+  return table;
+}
+
+Result<json> parseSettingText(const Setting& s, const std::string& text,
+                              const std::string& source) {
+  switch (s.type) {
+    case SettingType::kInt: {
+      int64_t v = 0;
+      const char* end = text.data() + text.size();
+      auto [ptr, ec] = std::from_chars(text.data(), end, v);
+      if (text.empty() || ec != std::errc() || ptr != end) {
+        return invalidArgument(source + ": not an integer");
+      }
+      BYD_RETURN_IF_ERROR(checkRange(s, static_cast<double>(v), source));
+      return json(v);
+    }
+    case SettingType::kNumber: {
+      char* end = nullptr;
+      errno = 0;
+      const double v = text.empty() ? 0 : strtod(text.c_str(), &end);
+      if (text.empty() || errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v)) {
+        return invalidArgument(source + ": not a number");
+      }
+      BYD_RETURN_IF_ERROR(checkRange(s, v, source));
+      return json(v);
+    }
+    case SettingType::kBool:
+      if (text == "true" || text == "1" || text == "yes") return json(true);
+      if (text == "false" || text == "0" || text == "no") return json(false);
+      return invalidArgument(source + ": not true or false");
+    case SettingType::kList: {
+      json list = json::array();
+      for (const std::string& part : splitList(text, ',')) list.push_back(part);
+      return list;
+    }
+    default:
+      BYD_RETURN_IF_ERROR(checkChoice(s, text, source));
+      return json(text);
+  }
+}
+
+Status checkSettingJson(const Setting& s, const json& v, const std::string& source) {
+  bool ok = false;
+  switch (s.type) {
+    case SettingType::kInt:
+      ok = v.is_number_integer();
+      break;
+    case SettingType::kNumber:
+      ok = v.is_number();
+      break;
+    case SettingType::kBool:
+      ok = v.is_boolean();
+      break;
+    case SettingType::kList:
+      ok = v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
+      break;
+    case SettingType::kRuleset:
+      ok = v.is_string() || v.is_object();
+      break;
+    default:
+      ok = v.is_string();
+  }
+  if (!ok) return invalidArgument(source + ": not " + typeWord(s.type));
+  if (s.type == SettingType::kInt || s.type == SettingType::kNumber) {
+    return checkRange(s, v.get<double>(), source);
+  }
+  if (s.type == SettingType::kChoice) return checkChoice(s, v.get<std::string>(), source);
+  return okStatus();
+}
+
+json configSchema() {
+  json properties = json::object();
+  const Config defaults;
+  for (const Setting& s : settingsTable()) {
+    json p = {{"description", s.help}};
+    switch (s.type) {
+      case SettingType::kInt:
+        p["type"] = "integer";
+        break;
+      case SettingType::kNumber:
+        p["type"] = "number";
+        break;
+      case SettingType::kBool:
+        p["type"] = "boolean";
+        break;
+      case SettingType::kList:
+        p["type"] = "array";
+        p["items"] = {{"type", "string"}};
+        break;
+      case SettingType::kRuleset:
+        p["type"] = json::array({"string", "object"});
+        break;
+      default:
+        p["type"] = "string";
+    }
+    if (s.type == SettingType::kChoice) p["enum"] = s.choices;
+    if (s.type == SettingType::kInt || s.type == SettingType::kNumber) {
+      p["minimum"] = s.type == SettingType::kInt ? json(static_cast<int64_t>(s.min)) : json(s.min);
+      p["maximum"] = s.type == SettingType::kInt ? json(static_cast<int64_t>(s.max)) : json(s.max);
+    }
+    p["default"] = s.get(defaults);
+    properties[s.key] = p;
+  }
+  return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+          {"title", "backyard-mcp configuration"},
+          {"description",
+           "The server's settings, as a --config file holds them: the same settings as the "
+           "flags and the BACKYARD_* environment variables (generated from the settings table; "
+           "relative paths are relative to the current directory)."},
+          {"type", "object"},
+          {"additionalProperties", false},
+          {"properties", properties}};
+}
+
+std::string settingsMarkdown() {
+  const Config defaults;
+  std::string out = "| flag | config key, environment | default | meaning |\n|---|---|---|---|\n";
+  for (const Setting& s : settingsTable()) {
+    std::string flag = std::string("`") + s.flag;
+    if (s.type != SettingType::kBool) flag += std::string(" ") + s.value_name;
+    flag += "`";
+    if (s.type == SettingType::kList) flag += " (repeatable)";
+    std::string shown;
+    if (s.shown_default != nullptr) {
+      shown = s.shown_default;
+    } else {
+      const json d = s.get(defaults);
+      if (d.is_string()) {
+        shown = d.get<std::string>().empty() ? "none" : "`" + d.get<std::string>() + "`";
+      } else if (d.is_boolean()) {
+        shown = d.get<bool>() ? "on" : "off";
+      } else if (d.is_array()) {
+        shown = d.empty() ? "none" : "`" + d.dump() + "`";
+      } else {
+        shown = d.dump();
+      }
+    }
+    std::string meaning = s.help;
+    size_t at = 0;
+    while ((at = meaning.find('|', at)) != std::string::npos) {
+      meaning.replace(at, 1, "\\|");
+      at += 2;
+    }
+    for (size_t i = 0; i < flag.size(); ++i) {
+      if (flag[i] == '|') flag.replace(i++, 1, "\\|");
+    }
+    out += "| " + flag + " | `" + s.key + "`, `" + s.envName() + "` | " + shown + " | " + meaning +
+           " |\n";
+  }
+  return out;
+}
+
+json describeSettings(const Config& config, const SettingOrigins& origins) {
+  json out = json::object();
+  for (const Setting& s : settingsTable()) {
+    auto it = origins.find(s.key);
+    out[s.key] = {{"value", s.get(config)},
+                  {"from", it == origins.end() ? std::string("default") : it->second}};
+  }
+  return out;
+}
+
+}  // namespace byd

@@ -1,0 +1,142 @@
+"""The settings, declared once (settings.cpp's table), as every source gives them: flags, the
+environment (BACKYARD_*), the config file, the defaults; the precedence between them; the errors
+of each; and what is derived from the table (--help, the config file's schema, the README's
+table, --print-config).
+
+usage: settings_test.py BINARY [unittest args]
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BINARY = None
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(*args, env=None, cwd=None):
+    """The server with `args`, and only the environment given (besides PATH)."""
+    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    full.update(env or {})
+    return subprocess.run([BINARY, *args], input=b"", capture_output=True, timeout=30, env=full,
+                          cwd=cwd)
+
+
+def effective(*args, env=None):
+    r = run(*args, "--print-config", env=env)
+    if r.returncode != 0:
+        raise AssertionError(f"exit {r.returncode}: {r.stderr.decode()}")
+    return json.loads(r.stdout)
+
+
+class Settings(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def config(self, doc):
+        path = os.path.join(self.dir, "config.json")
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def test_precedence_flag_environment_file_default(self):
+        cfg = self.config({"max_sessions": 5, "max_results": 50, "workers": 3})
+        env = {"BACKYARD_MAX_SESSIONS": "6", "BACKYARD_MAX_RESULTS": "60"}
+        got = effective("--config", cfg, "--max-sessions", "7", env=env)
+        self.assertEqual(got["max_sessions"], {"value": 7, "from": "flag --max-sessions"})
+        self.assertEqual(got["max_results"],
+                         {"value": 60, "from": "environment BACKYARD_MAX_RESULTS"})
+        self.assertEqual(got["workers"], {"value": 3, "from": "config file " + cfg})
+        self.assertEqual(got["max_connections"], {"value": 1024, "from": "default"})
+
+    def test_every_type_from_the_environment(self):
+        got = effective(env={"BACKYARD_ALLOW_HOST": "a.example,b.example",
+                             "BACKYARD_SHUTDOWN_GRACE_S": "2.5", "BACKYARD_BACKEND": "state",
+                             "BACKYARD_STATE_SYNC": "yes", "BACKYARD_PYTHON_IDLE": "7"})
+        self.assertEqual(got["allow_host"]["value"], ["a.example", "b.example"])
+        self.assertEqual(got["shutdown_grace_s"]["value"], 2.5)
+        self.assertEqual(got["backend"]["value"], "state")
+        self.assertEqual(got["state_sync"]["value"], True)
+        self.assertEqual(got["python_idle"]["value"], 7)
+
+    def test_the_config_file_from_the_environment(self):
+        cfg = self.config({"max_results": 42})
+        got = effective(env={"BACKYARD_CONFIG": cfg})
+        self.assertEqual(got["max_results"], {"value": 42, "from": "config file " + cfg})
+
+    def test_a_bad_value_names_its_source_and_the_setting(self):
+        cases = [
+            ((), {"BACKYARD_MAX_SESSIONS": "abc"}, "BACKYARD_MAX_SESSIONS=abc: not an integer"),
+            (("--max-sessions", "abc"), {}, "--max-sessions=abc: not an integer"),
+            (("--max-sessions", "0"), {}, "--max-sessions=0: out of range (1 to 100000)"),
+            ((), {"BACKYARD_CPUS": "lots"}, "BACKYARD_CPUS=lots: not a number"),
+            ((), {"BACKYARD_STATE_SYNC": "maybe"}, "BACKYARD_STATE_SYNC=maybe: not true or false"),
+            ((), {"BACKYARD_RUNTIME": "kata"},
+             "BACKYARD_RUNTIME=kata: not one of auto, runc, runsc"),
+            (("--log-level", "loud"), {},
+             "--log-level=loud: not one of trace, debug, info, warn, error, off"),
+        ]
+        for args, env, message in cases:
+            r = run(*args, env=env)
+            self.assertEqual(r.returncode, 2, (args, env))
+            self.assertEqual(r.stderr.decode(), f"backyard-mcp: {message}\n")
+            self.assertEqual(r.stdout, b"")
+
+    def test_a_bad_config_file_names_the_file_and_the_setting(self):
+        cfg = self.config({"max_results": "many"})
+        r = run("--config", cfg)
+        self.assertEqual((r.returncode, r.stderr.decode()),
+                         (2, f"backyard-mcp: config file {cfg}: max_results: not an integer\n"))
+        cfg = self.config({"max_results": 0})
+        self.assertIn(f"config file {cfg}: max_results: out of range (1 to 1000000)",
+                      run("--config", cfg).stderr.decode())
+        cfg = self.config({"rooot": "."})
+        self.assertIn(f"config file {cfg}: unknown setting 'rooot'",
+                      run("--config", cfg).stderr.decode())
+        cfg = self.config([1, 2])
+        self.assertIn(f"config file {cfg}: not a JSON object", run("--config", cfg).stderr.decode())
+
+    def test_help_lists_every_setting_with_its_variable(self):
+        help_text = run("--help").stdout.decode()
+        for key in effective():
+            self.assertIn("BACKYARD_" + key.upper(), help_text, key)
+
+    def test_the_schema_file_is_the_one_the_table_makes(self):
+        r = run("--print-config-schema")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(ROOT, "schemas", "config.schema.json")) as f:
+            self.assertEqual(json.load(f), json.loads(r.stdout),
+                             "schemas/config.schema.json differs from the settings table: "
+                             "regenerate it with backyard-mcp --print-config-schema")
+        schema = json.loads(r.stdout)
+        self.assertEqual(sorted(schema["properties"]), sorted(effective()))
+
+    def test_the_readme_table_is_the_one_the_table_makes(self):
+        r = run("--print-settings-table")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        begin, end = "<!-- settings table: begin -->\n", "<!-- settings table: end -->"
+        self.assertIn(begin, readme)
+        shown = readme[readme.index(begin) + len(begin):readme.index(end)]
+        self.assertEqual(shown, r.stdout.decode(),
+                         "the README's table of settings differs from the settings table: "
+                         "regenerate it with backyard-mcp --print-settings-table")
+
+    def test_a_file_the_schema_accepts_is_what_the_server_accepts(self):
+        # Every default, written back as a config file, is accepted and changes nothing.
+        doc = {key: v["value"] for key, v in effective().items()}
+        got = effective("--config", self.config(doc))
+        self.assertEqual({k: v["value"] for k, v in got.items()}, doc)
+
+
+if __name__ == "__main__":
+    BINARY = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
