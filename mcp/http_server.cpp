@@ -67,7 +67,7 @@ bool accepts(const httplib::Request& req, const char* type) {
 }
 
 std::string sseEvent(const json& message) {
-  return "event: message\ndata: " + message.dump() + "\n\n";
+  return "event: message\ndata: " + serialize(message) + "\n\n";
 }
 
 }  // namespace
@@ -259,7 +259,7 @@ struct HttpServer::Impl {
       return;
     }
     if (exchange->done && exchange->events.size() == 1) {
-      res.set_content(exchange->events.front().dump(), "application/json");
+      res.set_content(serialize(exchange->events.front()), "application/json");
       return;
     }
     exchange->reading = true;
@@ -571,7 +571,7 @@ struct HttpServer::Impl {
     if (exchange->done && exchange->events.size() == 1) {
       const json& answer = exchange->events.front();
       if (answer.contains("error")) res.status = statusForError(answer["error"].value("code", 0));
-      res.set_content(answer.dump(), "application/json");
+      res.set_content(serialize(answer), "application/json");
       return;
     }
     exchange->reading = true;
@@ -629,7 +629,7 @@ struct HttpServer::Impl {
       res.status = 204;
       return;
     }
-    res.set_content(exchange->events.back().dump(), "application/json");
+    res.set_content(serialize(exchange->events.back()), "application/json");
   }
 
   // GET /mcp: the session's stream for messages that belong to no request, from now on; or,

@@ -127,6 +127,31 @@ class HttpTransport(unittest.TestCase):
         status, _, _ = self.server.call(sid, 3, "ls", {})
         self.assertEqual(status, 404)
 
+    def test_a_name_that_is_not_utf8_is_answered_as_over_stdio(self):
+        odd = os.path.join(self.tmp.name, "odd")
+        os.makedirs(odd, exist_ok=True)
+        with open(os.path.join(os.fsencode(odd), b"caf\xe9.txt"), "w") as f:
+            f.write("x")
+        sid = self.server.initialize()
+        answers = {}
+        for name, args in (("ls", {"path": "odd"}), ("glob", {"pattern": "odd/*"})):
+            status, _, body = self.server.call(sid, 9, name, args)
+            self.assertEqual(status, 200, body)
+            answers[name] = json.loads(body)["result"]
+            self.assertFalse(answers[name]["isError"], answers[name])
+            self.assertIn("caf\ufffd.txt", answers[name]["content"][0]["text"])
+        # The same calls over stdio give the same answers.
+        lines = [json.dumps(INIT), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+        for i, (name, args) in enumerate((("ls", {"path": "odd"}), ("glob", {"pattern": "odd/*"}))):
+            lines.append(json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                                     "params": {"name": name, "arguments": args}}))
+        out = subprocess.run([BINARY, "--root", self.tmp.name, "--ruleset", "permissive"],
+                             input=("\n".join(lines) + "\n").encode(), capture_output=True,
+                             timeout=30).stdout
+        by_id = {m.get("id"): m for m in map(json.loads, out.decode().splitlines())}
+        self.assertEqual(by_id[10]["result"]["content"], answers["ls"]["content"])
+        self.assertEqual(by_id[11]["result"]["content"], answers["glob"]["content"])
+
     def test_sessions_are_distinct(self):
         a, b = self.server.initialize(), self.server.initialize()
         self.assertNotEqual(a, b)
