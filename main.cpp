@@ -163,12 +163,11 @@ byd::Result<OpenedBackend> openBackend(const byd::Config& c, bool warm = true) {
   return out;
 }
 
-// The tools the ruleset lets a client see.
-std::string toolNames(const byd::permissions::Guard& guard) {
+// The tools offered, as tools/list lists them.
+std::string toolNames(const byd::Backend& backend, const byd::permissions::Guard& guard) {
   std::string names;
   for (const byd::Tool& tool : byd::allTools()) {
-    const auto op = byd::permissions::parseOperation(tool.spec->operation);
-    if (op && guard.hidden(*op)) continue;
+    if (!byd::mcp::toolOffered(tool, backend, &guard)) continue;
     names += (names.empty() ? "" : ", ") + std::string(tool.spec->name);
   }
   return names;
@@ -179,7 +178,7 @@ std::string instructions(const OpenedBackend& b, const byd::permissions::Guard& 
   return "This server gives you a console on " + b.description + ", under the '" + rules.name() +
          "' permission ruleset. " + rules.json().value("description", std::string()) +
          " Paths are relative to the workspace root (" + b.backend->root() +
-         "); absolute paths inside it also work. Tools: " + toolNames(guard) +
+         "); absolute paths inside it also work. Tools: " + toolNames(*b.backend, guard) +
          ". Use ls, glob and grep to explore, and read a file before you edit it." + b.sandbox_note;
 }
 
@@ -210,6 +209,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
           ? first->description
           : "a fresh directory under " + config.workspace_root + " for each session";
   const byd::mcp::ServerOptions options = serverOptions(config, *first, guard);
+  const std::string tools = toolNames(*first->backend, guard);
   auto spare = std::make_shared<OpenedBackend>(std::move(*first));
   if (!config.workspace_root.empty()) spare.reset();  // sessions get directories of their own
   std::mutex spare_mu;
@@ -260,7 +260,7 @@ int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
   fprintf(stderr,
           "backyard-mcp %s: serving %s over HTTP at http://%s:%d/mcp with tools %s under the "
           "'%s' ruleset%s.\n",
-          BYD_VERSION, description.c_str(), host.c_str(), server.port(), toolNames(guard).c_str(),
+          BYD_VERSION, description.c_str(), host.c_str(), server.port(), tools.c_str(),
           guard.ruleset().name().c_str(),
           http.token.empty() ? "" : "; clients must send the bearer token");
   bool signalled = false;
@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
             "backyard-mcp %s: serving %s over stdio with tools %s under the '%s' ruleset. An "
             "MCP client connects by launching this command with pipes on stdin/stdout (see "
             "examples/ for Claude Desktop and Claude Code).\n",
-            BYD_VERSION, opened->description.c_str(), toolNames(guard).c_str(),
+            BYD_VERSION, opened->description.c_str(), toolNames(*opened->backend, guard).c_str(),
             guard.ruleset().name().c_str());
   }
   byd::Status run = transport.run(server);

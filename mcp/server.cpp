@@ -666,15 +666,17 @@ Result<json> Server::withPeer(const std::string& method, const std::string& name
   return result;
 }
 
-bool Server::toolVisible(const Tool& tool) const {
+bool toolOffered(const Tool& tool, const Backend& backend, const permissions::Guard* guard) {
   if ((tool.spec->operation == "execute" || tool.spec->operation == "python") &&
-      !backend_.canExecute()) {
+      !backend.canExecute()) {
     return false;
   }
-  if (guard_ == nullptr) return true;
+  if (guard == nullptr) return true;
   const auto op = permissions::parseOperation(tool.spec->operation);
-  return op && !guard_->hidden(*op);
+  return op && !guard->hidden(*op);
 }
+
+bool Server::toolVisible(const Tool& tool) const { return toolOffered(tool, backend_, guard_); }
 
 void Server::cancelAll() {
   std::map<std::string, Listener> listeners;

@@ -454,6 +454,38 @@ class Startup(unittest.TestCase):
         self.assertTrue(r.stdout.startswith(b"backyard-mcp "))
 
 
+class Instructions(unittest.TestCase):
+    """The instructions name exactly the tools tools/list offers."""
+
+    def offered(self, *args):
+        import subprocess
+        with tempfile.TemporaryDirectory() as tmp:
+            lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}},
+                     {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+            out = subprocess.run([BINARY, "--root", tmp, *args],
+                                 input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                 capture_output=True, timeout=30).stdout
+        by_id = {m.get("id"): m for m in map(json.loads, out.decode().splitlines())}
+        text = by_id[1]["result"]["instructions"]
+        named = text.split("Tools: ", 1)[1].split(".", 1)[0].split(", ")
+        listed = [t["name"] for t in by_id[2]["result"]["tools"]]
+        return named, listed
+
+    def test_state_backend_names_no_command_tools(self):
+        named, listed = self.offered("--backend", "state")
+        self.assertEqual(named, listed)
+        self.assertNotIn("execute", named)
+        self.assertNotIn("run_python", named)
+
+    def test_a_ruleset_that_hides_tools(self):
+        for ruleset in ("readonly", "strict", "default"):
+            named, listed = self.offered("--ruleset", ruleset)
+            self.assertEqual(named, listed, ruleset)
+
+
 if __name__ == "__main__":
     BINARY = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)
