@@ -79,12 +79,25 @@ byd::Result<OpenedBackend> openDocker(const byd::Config& config, bool warm) {
                                 std::string(strerror(errno)));
     }
     workspace = dir;
-  } else if (struct stat st; warm && stat(workspace.c_str(), &st) == 0) {
+  } else if (struct stat st; stat(workspace.c_str(), &st) == 0) {
     BYD_ASSIGN_OR_RETURN(byd::ContainerUser user, byd::parseContainerUser(c.docker.user));
-    const bool writable = (st.st_uid == user.uid && (st.st_mode & S_IWUSR)) ||
-                          (st.st_gid == user.gid && (st.st_mode & S_IWGRP)) ||
-                          (st.st_mode & S_IWOTH);
-    if (!writable) {
+    // The rights of the user's class (owner, group or others), as the kernel would pick it.
+    const mode_t rights = st.st_uid == user.uid   ? (st.st_mode >> 6) & 7
+                          : st.st_gid == user.gid ? (st.st_mode >> 3) & 7
+                                                  : st.st_mode & 7;
+    const std::string owner = std::to_string(st.st_uid);
+    if ((rights & 5) != 5) {
+      char mode[8];
+      snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return byd::failedPrecondition(
+          "--root " + workspace + " (owner uid " + owner + ", mode " + mode +
+          "): the container's user, uid " + std::to_string(user.uid) +
+          ", cannot enter it, so every call would fail. Give it to that user (chown " +
+          std::to_string(user.uid) + ":" + std::to_string(user.gid) + " " + workspace + ")" +
+          (st.st_uid == 0 ? std::string(" or give others access (chmod o+rwx)")
+                          : ", or run commands as its owner (--sandbox-user " + owner + ")"));
+    }
+    if (warm && !(rights & 2)) {
       spdlog::warn("docker: the container's user (uid {}) cannot write {} (owned by uid {}); {}",
                    user.uid, workspace, st.st_uid,
                    st.st_uid == 0 ? "give that uid write access to it"

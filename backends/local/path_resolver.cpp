@@ -183,7 +183,7 @@ Status outsideWorkspace(const std::string& key) {
 }
 
 Status errnoStatus(int err, const std::string& key) {
-  const std::string q = quote(key);
+  const std::string q = key.empty() || key == "." ? "the workspace root" : quote(key);
   switch (err) {
     case EXDEV:
       return outsideWorkspace(key);

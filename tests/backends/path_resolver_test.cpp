@@ -245,4 +245,10 @@ TEST(UniqueFdTest, MovesAndCloses) {
 }
 
 }  // namespace
+TEST(ErrnoStatus, NamesThePathOrTheWorkspaceRoot) {
+  EXPECT_EQ(errnoStatus(EACCES, "src/a.txt").message(), "'src/a.txt': permission denied");
+  EXPECT_EQ(errnoStatus(EACCES, "").message(), "the workspace root: permission denied");
+  EXPECT_EQ(errnoStatus(ENOENT, ".").message(), "the workspace root does not exist");
+}
+
 }  // namespace byd

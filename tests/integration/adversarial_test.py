@@ -391,6 +391,18 @@ class Startup(unittest.TestCase):
             r = self.start("--config", cfg, "--root", tmp, "--log-level", "warn")
             self.assertEqual(r.returncode, 0, r.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0, "makes a root-owned directory")
+    def test_docker_root_the_container_user_cannot_enter(self):
+        with tempfile.TemporaryDirectory() as tmp:  # 0700, root's: as mktemp -d makes it
+            os.chmod(tmp, 0o700)
+            r = self.start("--backend", "docker", "--root", tmp, "--docker-host",
+                           "unix:///nonexistent/docker.sock")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"--root {tmp} (owner uid 0, mode 0700): the container's user, uid "
+                          f"65533, cannot enter it, so every call would fail. Give it to that "
+                          f"user (chown 65533:65533 {tmp}) or give others access (chmod o+rwx)",
+                          r.stderr.decode())
+
     def test_bad_flag(self):
         r = self.start("--backend", "cloud")
         self.assertEqual(r.returncode, 2)
