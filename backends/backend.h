@@ -1,5 +1,6 @@
 #pragma once
-// The Backend interface: the file operations every tool is built from, on one workspace. Paths
+// The Backend interface: the file operations the file tools are built from, on one workspace,
+// and, where the backend can run code (canExecute), execute and run_python. Paths
 // passed in are the keys returned by normalize() ("" is the workspace root, "src/a.py" is
 // relative to it, an absolute key names a path inside an extra allowed directory). Backends
 // know nothing of MCP, tools or permissions. Implementations are safe to call from several

@@ -809,11 +809,6 @@ void HttpServer::stop() {
   impl_->http.stop();
 }
 
-size_t HttpServer::sessionCount() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->sessions.size();
-}
-
 namespace {
 sigset_t stopSignals() {
   sigset_t set;

@@ -66,7 +66,6 @@ class HttpServer {
   Status run();
   // Makes run() return. Thread-safe (not async-signal-safe).
   void stop();
-  size_t sessionCount() const;
 
  private:
   struct Impl;

@@ -51,7 +51,6 @@ class Guard {
   bool hidden(Operation op) const { return rules_.alwaysDenied(op); }
 
   const Ruleset& ruleset() const { return rules_; }
-  AskFallback askFallback() const { return fallback_; }
 
  private:
   // One simple command of a line.

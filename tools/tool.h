@@ -20,7 +20,7 @@ namespace byd {
 
 using nlohmann::json;
 
-// Limits a user can set (design.md §2).
+// The limits of tool results and commands (settings of settings.cpp's table).
 struct Limits {
   uint64_t max_text_bytes = 100 * 1024;        // a text result is cut here, with a note
   uint64_t max_read_bytes = 10 * 1024 * 1024;  // largest file read_file/edit_file will load
@@ -59,7 +59,8 @@ using ToolHandler = Result<ToolOutput> (*)(const json& args, ToolContext& ctx);
 
 struct ToolSpec {
   std::string_view name;
-  std::string_view operation;  // the permission operation: read, write, edit, ls, glob, grep
+  // The permission operation: read, write, edit, ls, glob, grep, execute or python.
+  std::string_view operation;
   std::string_view title;
   std::string_view description;
   bool read_only;

@@ -83,7 +83,6 @@ class DockerBackend : public Backend {
   Result<Runtime> resolveRuntime() const;
   // The container's id once it exists ("" before).
   std::string containerId() const;
-  const docker::Client& client() const { return client_; }
 
   using ExecOutcome = docker::CommandOutcome;
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <latch>
+#include <mutex>
 #include <set>
 
 namespace byd {
@@ -19,18 +21,25 @@ TEST(WorkerPool, RunsEveryJobBeforeDestruction) {
 }
 
 TEST(WorkerPool, JobsRunConcurrently) {
-  // Two jobs that each wait for the other can only finish if they run at the same time.
+  // Two jobs that each wait (a while at most) for the other: each sees the other only if they
+  // run at the same time.
   WorkerPool pool(2);
-  std::latch both(2);
-  std::latch finished(2);
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, finished = 0, met = 0;
   for (int i = 0; i < 2; ++i) {
     pool.post([&] {
-      both.arrive_and_wait();
-      finished.count_down();
+      std::unique_lock lock(mu);
+      ++arrived;
+      cv.notify_all();
+      if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived == 2; })) ++met;
+      ++finished;
+      cv.notify_all();
     });
   }
-  finished.wait();
-  SUCCEED();
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished == 2; }));
+  EXPECT_EQ(met, 2);
 }
 
 TEST(WorkerPool, SingleThreadRunsInPostOrder) {
