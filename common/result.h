@@ -1,13 +1,16 @@
 #pragma once
 // Errors are values: every module boundary returns Status or Result<T>. The code set is
 // Abseil's canonical one (prefer the most specific); the message is written for the person or
-// model that has to act on it. Both types are plain values and safe to move across threads.
+// model that has to act on it; details carry what a caller acts on as data (the URI a resource
+// error is about, the capability a client lacks), never parsed back out of the message. Both
+// types are plain values and safe to move across threads.
 
-#include <cassert>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace byd {
 
@@ -38,9 +41,15 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   std::string toString() const;
 
+  // The status with a detail added (a later one of the same key wins).
+  Status withDetail(std::string key, std::string value) &&;
+  // A detail by key, if the status has it.
+  std::optional<std::string> detail(std::string_view key) const;
+
  private:
   Code code_ = Code::kOk;
   std::string message_;
+  std::vector<std::pair<std::string, std::string>> details_;
 };
 
 inline Status okStatus() { return Status(); }
@@ -53,20 +62,20 @@ inline Status failedPrecondition(std::string m) {
 }
 inline Status outOfRange(std::string m) { return {Code::kOutOfRange, std::move(m)}; }
 inline Status cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
-inline Status resourceExhausted(std::string m) {
-  return {Code::kResourceExhausted, std::move(m)};
-}
+inline Status resourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status internalError(std::string m) { return {Code::kInternal, std::move(m)}; }
+
+// What a Result made from an OK status holds instead: a bug, caught in every build type.
+Status okStatusAsResult();
 
 // Result<T> holds either a T or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {  // NOLINT
-    assert(!std::get<Status>(v_).ok() && "Result built from an OK status");
-  }
+  Result(Status status)                      // NOLINT
+      : v_(status.ok() ? okStatusAsResult() : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
@@ -90,11 +99,11 @@ class [[nodiscard]] Result {
 }  // namespace byd
 
 // Returns early from the enclosing function with the error of `expr` (a Status or Result).
-#define BYD_RETURN_IF_ERROR(expr)                          \
-  do {                                                     \
-    if (auto byd_s_ = (expr); !byd_s_.ok()) {              \
-      return ::byd::detail::statusOf(std::move(byd_s_));   \
-    }                                                      \
+#define BYD_RETURN_IF_ERROR(expr)                        \
+  do {                                                   \
+    if (auto byd_s_ = (expr); !byd_s_.ok()) {            \
+      return ::byd::detail::statusOf(std::move(byd_s_)); \
+    }                                                    \
   } while (0)
 
 #define BYD_CONCAT_INNER(a, b) a##b

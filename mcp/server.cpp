@@ -64,15 +64,18 @@ const char* capabilityFor(std::string_view method) {
   return nullptr;
 }
 
-// The message of a failure for want of a client capability; errorFor() recognises it and
-// names the capability in the error's data.
-constexpr std::string_view kNeedsCapability = "the client did not declare the capability ";
-// The message of resources/read for an unknown URI, followed by the URI.
-constexpr std::string_view kResourceNotFound = "resource not found: ";
+// Details of a Status that errorFor() turns into an error's data.
+constexpr const char* kCapabilityDetail = "capability";  // the client capability missing
+constexpr const char* kUriDetail = "uri";                // the unknown resource
 
 Status missingCapability(std::string_view capability, std::string_view method) {
-  return failedPrecondition(std::string(kNeedsCapability) + std::string(capability) + " that " +
-                            std::string(method) + " needs");
+  return failedPrecondition("the client did not declare the capability " + std::string(capability) +
+                            " that " + std::string(method) + " needs")
+      .withDetail(kCapabilityDetail, std::string(capability));
+}
+
+Status resourceNotFound(const std::string& uri) {
+  return notFound("resource not found: " + uri).withDetail(kUriDetail, uri);
 }
 
 // Stateless results of these methods say how long a client may cache them (2026-07-28).
@@ -247,19 +250,13 @@ Caller Server::sessionCaller() const {
 
 json Server::errorFor(const json& id, const Status& status, const Caller& caller) const {
   const std::string& message = status.message();
-  if (status.code() == Code::kNotFound && caller.stateless &&
-      message.starts_with(kResourceNotFound)) {
+  if (auto uri = status.detail(kUriDetail); uri && caller.stateless) {
     // 2026-07-28: an unknown resource is invalid params, naming the URI.
-    return makeError(id, rpc::kInvalidParams, message,
-                     {{"uri", message.substr(kResourceNotFound.size())}});
+    return makeError(id, rpc::kInvalidParams, message, {{"uri", *uri}});
   }
-  if (status.code() == Code::kFailedPrecondition && message.starts_with(kNeedsCapability)) {
-    const std::string rest = message.substr(kNeedsCapability.size());
-    const std::string capability = rest.substr(0, rest.find(' '));
-    if (caller.stateless) {
-      return makeError(id, stateless::kMissingCapability, message,
-                       {{"requiredCapabilities", {{capability, json::object()}}}});
-    }
+  if (auto capability = status.detail(kCapabilityDetail); capability && caller.stateless) {
+    return makeError(id, stateless::kMissingCapability, message,
+                     {{"requiredCapabilities", {{*capability, json::object()}}}});
   }
   return errorFromStatus(id, status);
 }
@@ -821,7 +818,7 @@ Result<json> Server::onReadResource(const UriParams& p, const Caller&) {
       return json{{"contents", std::move(contents)}};
     }
   }
-  return Status(Code::kNotFound, std::string(kResourceNotFound) + p.uri);
+  return resourceNotFound(p.uri);
 }
 
 bool Server::knownResource(const std::string& uri) const {
@@ -835,7 +832,7 @@ bool Server::knownResource(const std::string& uri) const {
 }
 
 Result<json> Server::onSubscribe(const UriParams& p, const Caller&) {
-  if (!knownResource(p.uri)) return Status(Code::kNotFound, std::string(kResourceNotFound) + p.uri);
+  if (!knownResource(p.uri)) return resourceNotFound(p.uri);
   std::lock_guard lock(mu_);
   subscriptions_.insert(p.uri);
   return json::object();
