@@ -1,0 +1,217 @@
+#include "session_factory.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "backends/docker/docker_backend.h"
+#include "backends/local/local_backend.h"
+#include "backends/local/sandbox_identity.h"
+#include "common/text.h"
+#include "tools/registry.h"
+
+namespace byd {
+namespace {
+
+// The Docker backend: --root, or a fresh temporary directory owned by the container's user.
+Result<SessionStack> openDocker(const Config& config, bool warm) {
+  SessionStack out;
+  Config c = config;
+  if (!c.sandbox_user.empty()) {
+    BYD_ASSIGN_OR_RETURN(auto ids, resolveSandboxUser(c.sandbox_user));
+    c.docker.user = std::to_string(ids.first) + ":" + std::to_string(ids.second);
+  }
+  std::string workspace = c.root;
+  if (!c.root_given) {
+    out.temp_dir = std::make_shared<TempDir>();
+    std::string dir = (std::filesystem::temp_directory_path() / "byd-workspace-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) {
+      return internalError("cannot make a workspace directory: " + std::string(strerror(errno)));
+    }
+    out.temp_dir->path = dir;
+    BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(c.docker.user));
+    if (chown(dir.c_str(), user.uid, user.gid) != 0 && geteuid() == 0) {
+      return internalError("cannot give the workspace to the container's user: " +
+                           std::string(strerror(errno)));
+    }
+    workspace = dir;
+  } else if (struct stat st; stat(workspace.c_str(), &st) == 0) {
+    BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(c.docker.user));
+    // The rights of the user's class (owner, group or others), as the kernel would pick it.
+    const mode_t rights = st.st_uid == user.uid   ? (st.st_mode >> 6) & 7
+                          : st.st_gid == user.gid ? (st.st_mode >> 3) & 7
+                                                  : st.st_mode & 7;
+    const std::string owner = std::to_string(st.st_uid);
+    if ((rights & 5) != 5) {
+      char mode[8];
+      snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return failedPrecondition(
+          "--root " + workspace + " (owner uid " + owner + ", mode " + mode +
+          "): the container's user, uid " + std::to_string(user.uid) +
+          ", cannot enter it, so every call would fail. Give it to that user (chown " +
+          std::to_string(user.uid) + ":" + std::to_string(user.gid) + " " + workspace + ")" +
+          (st.st_uid == 0 ? std::string(" or give others access (chmod o+rwx)")
+                          : ", or run commands as its owner (--sandbox-user " + owner + ")"));
+    }
+    if (warm && !(rights & 2)) {
+      spdlog::warn("docker: the container's user (uid {}) cannot write {} (owned by uid {}); {}",
+                   user.uid, workspace, st.st_uid,
+                   st.st_uid == 0 ? "give that uid write access to it"
+                                  : "start with --sandbox-user " + std::to_string(st.st_uid) +
+                                        " to run commands as its owner");
+    }
+  }
+  BYD_ASSIGN_OR_RETURN(auto docker, DockerBackend::open(workspace, c.docker));
+  std::string runtime = "its runtime unknown until the engine answers";
+  // The start-up line and the instructions say what isolates the container.
+  if (auto r = docker->resolveRuntime(); r.ok()) {
+    runtime = r->name == "runsc" ? "gVisor (runsc)" : "runc, without gVisor";
+    if (!r->warning.empty() && warm) spdlog::warn("docker: {}", r->warning);
+  } else if (warm) {
+    spdlog::warn("docker: {}; file tools work, execute and run_python wait for the engine",
+                 r.status().message());
+  }
+  out.description = "a Docker container (image " + c.docker.image + ", " + runtime + ", network " +
+                    c.docker.network + ") whose /workspace is " + workspace;
+  out.backend = std::move(docker);
+  return out;
+}
+
+// `warm`: check the sandbox and start its helper and a spare Python kernel now, in the
+// background (stdio, and the first HTTP session); otherwise when first needed (further HTTP
+// sessions: an idle one then costs no processes).
+Result<SessionStack> openStack(const Config& c, bool warm) {
+  SessionStack out;
+  if (c.backend == "state") {
+    BYD_ASSIGN_OR_RETURN(auto state, StateBackend::open(c.state_file, c.state_sync));
+    out.state = state.get();
+    out.backend = std::move(state);
+    out.description = "an in-memory workspace (State backend, root " + out.backend->root() + ")";
+    if (!c.state_file.empty()) out.description += " backed by " + c.state_file;
+    return out;
+  }
+  if (c.backend == "docker") return openDocker(c, warm);
+  BYD_ASSIGN_OR_RETURN(auto local, LocalBackend::open(c.root, c.allow));
+  SandboxOptions options;
+  options.isolate = c.sandbox != "none";
+  options.limits = c.sandbox_limits;
+  options.user = c.sandbox_user;
+  // Tests only: a comma-separated list of layers to leave out (see SandboxOptions::without).
+  if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT")) {
+    options.without = splitList(without, ',');
+  }
+  auto sandbox = Sandbox::create(local->writableDirs(), options);
+  PythonOptions python = c.python;
+  python.spare_at_start = warm;
+  if (sandbox.ok() && warm) {
+    // The kernel's answer comes in the background, so start-up does not wait for it.
+    const Sandbox* box = sandbox->get();
+    out.verifier = std::jthread([box] {
+      if (Status s = box->verify(); s.ok()) {
+        spdlog::info("sandbox: {}", box->layers());
+      } else {
+        spdlog::warn("execute and run_python are unavailable: {}", s.message());
+      }
+    });
+  }
+  if (sandbox.ok()) {
+    if (!options.isolate) {
+      if (warm) {
+        spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
+      }
+      out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
+    }
+    local->setSandbox(std::move(*sandbox), "", python);
+  } else {
+    spdlog::warn("execute is unavailable: {}", sandbox.status().message());
+    local->setSandbox(nullptr, sandbox.status().message());
+  }
+  out.backend = std::move(local);
+  out.description = "the local directory " + out.backend->root();
+  for (const std::string& dir : c.allow) out.description += " (also " + dir + ")";
+  return out;
+}
+
+// The tools offered, as tools/list lists them.
+std::string offeredTools(const Backend& backend, const permissions::Guard& guard) {
+  std::string names;
+  for (const Tool& tool : allTools()) {
+    if (!mcp::toolOffered(tool, backend, &guard)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(tool.spec->name);
+  }
+  return names;
+}
+
+std::string instructionsFor(const SessionStack& b, const permissions::Guard& guard) {
+  const permissions::Ruleset& rules = guard.ruleset();
+  return "This server gives you a console on " + b.description + ", under the '" + rules.name() +
+         "' permission ruleset. " + rules.json().value("description", std::string()) +
+         " Paths are relative to the workspace root (" + b.backend->root() +
+         "); absolute paths inside it also work. Tools: " + offeredTools(*b.backend, guard) +
+         ". Use ls, glob and grep to explore, and read a file before you edit it." + b.sandbox_note;
+}
+
+}  // namespace
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove_all(path, ec);
+}
+
+SessionFactory::SessionFactory(const Config& config, const permissions::Guard& guard)
+    : config_(config), guard_(guard) {}
+
+Result<SessionStack> SessionFactory::open(const Config& config, bool warm) const {
+  BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm));
+  stack.tools = offeredTools(*stack.backend, guard_);
+  stack.instructions = instructionsFor(stack, guard_);
+  return stack;
+}
+
+Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
+  BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true));
+  auto stack = std::make_shared<SessionStack>(std::move(first));
+  std::lock_guard lock(mu_);
+  if (config_.workspace_root.empty()) spare_ = stack;  // else sessions get directories of their own
+  return stack;
+}
+
+Result<mcp::SessionBackend> SessionFactory::next() {
+  std::shared_ptr<SessionStack> stack;
+  {
+    std::lock_guard lock(mu_);
+    stack = std::move(spare_);
+  }
+  if (!stack) {
+    Config session_config = config_;
+    if (!config_.workspace_root.empty()) {
+      std::string dir = config_.workspace_root + "/session-XXXXXX";
+      if (mkdtemp(dir.data()) == nullptr) {
+        return internalError("cannot make a session directory under " + config_.workspace_root +
+                             ": " + strerror(errno));
+      }
+      session_config.root = dir;
+      session_config.root_given = true;
+    }
+    BYD_ASSIGN_OR_RETURN(SessionStack fresh, open(session_config, /*warm=*/false));
+    stack = std::make_shared<SessionStack>(std::move(fresh));
+  }
+  return mcp::SessionBackend{stack->backend.get(), stack, stack->instructions};
+}
+
+mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) const {
+  mcp::ServerOptions options;
+  options.version = BYD_VERSION;
+  options.instructions = stack.instructions;
+  options.workers = config_.workers;
+  options.ask_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config_.ask_timeout_s * 1000));
+  return options;
+}
+
+}  // namespace byd

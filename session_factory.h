@@ -1,0 +1,64 @@
+#pragma once
+// Where a session's stack is made, from the settings: its backend (State; Local with its sandbox
+// and Python kernels; Docker), the directory it works in, and what a client is told about it
+// (the description, the tools offered, the instructions) and the options of its dispatcher.
+// stdio makes one stack; HTTP makes the first at start (which checks the configuration and
+// serves the first session), then one for each further session and one for the stateless
+// requests, through next().
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backends/backend.h"
+#include "backends/state/state_backend.h"
+#include "config.h"
+#include "mcp/http_server.h"
+#include "mcp/server.h"
+#include "permissions/guard.h"
+
+namespace byd {
+
+// A workspace directory made for one backend, removed with it.
+struct TempDir {
+  std::string path;
+  ~TempDir();
+};
+
+struct SessionStack {
+  std::shared_ptr<TempDir> temp_dir;  // first: outlives the backend that works in it
+  std::unique_ptr<Backend> backend;
+  StateBackend* state = nullptr;  // set when the backend is State
+  std::string description;
+  std::string sandbox_note;  // said in instructions when commands run unsandboxed
+  std::string tools;         // the tools offered, as tools/list lists them
+  std::string instructions;  // for initialize
+  std::jthread verifier;     // last: joined before the backend it checks is destroyed
+};
+
+class SessionFactory {
+ public:
+  // Both must outlive the factory.
+  SessionFactory(const Config& config, const permissions::Guard& guard);
+
+  // The first stack, warm (the sandbox checked, its helper and a spare Python kernel started
+  // in the background); an error is a configuration mistake. HTTP keeps it for the first
+  // session, unless each session gets a directory of its own.
+  Result<std::shared_ptr<SessionStack>> start();
+  // HTTP: the stack kept from start() once, then a new one each time (cold: a sandbox and
+  // kernels when first needed), in a fresh directory under --workspace-root when it is set.
+  Result<mcp::SessionBackend> next();
+  // The options of a dispatcher on `stack`.
+  mcp::ServerOptions serverOptions(const SessionStack& stack) const;
+
+ private:
+  Result<SessionStack> open(const Config& config, bool warm) const;
+
+  const Config& config_;
+  const permissions::Guard& guard_;
+  std::mutex mu_;
+  std::shared_ptr<SessionStack> spare_;
+};
+
+}  // namespace byd
