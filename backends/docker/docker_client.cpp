@@ -1,8 +1,5 @@
 #include "backends/docker/docker_client.h"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,13 +7,10 @@
 #include <ctime>
 #include <mutex>
 
+#include "backends/docker/lazy_libs.h"
+
 namespace byd::docker {
 namespace {
-
-void initCurl() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 size_t appendBody(char* data, size_t size, size_t n, void* out) {
   static_cast<std::string*>(out)->append(data, size * n);
@@ -25,17 +19,16 @@ size_t appendBody(char* data, size_t size, size_t n, void* out) {
 
 using Handle = std::unique_ptr<CURL, void (*)(CURL*)>;
 
-Handle newHandle(const Endpoint& endpoint, const std::string& path) {
-  initCurl();
-  Handle curl(curl_easy_init(), curl_easy_cleanup);
+Handle newHandle(const CurlApi& c, const Endpoint& endpoint, const std::string& path) {
+  Handle curl(c.easy_init(), c.easy_cleanup);
   if (!curl) return curl;
   if (!endpoint.unix_path.empty()) {
-    curl_easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, endpoint.unix_path.c_str());
+    c.easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, endpoint.unix_path.c_str());
   }
   const std::string url = endpoint.base_url + path;
-  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  c.easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  c.easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  c.easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   return curl;
 }
 
@@ -72,16 +65,16 @@ class CurlHijacked : public Hijacked {
 };
 
 // Sends all of `data` on a connect-only handle.
-Status sendAll(CURL* curl, int fd, std::string_view data) {
+Status sendAll(const CurlApi& c, CURL* curl, int fd, std::string_view data) {
   while (!data.empty()) {
     size_t sent = 0;
-    const CURLcode rc = curl_easy_send(curl, data.data(), data.size(), &sent);
+    const CURLcode rc = c.easy_send(curl, data.data(), data.size(), &sent);
     if (rc == CURLE_AGAIN) {
       pollfd p = {fd, POLLOUT, 0};
       if (poll(&p, 1, 10000) <= 0) return failedPrecondition("the engine stopped reading");
       continue;
     }
-    if (rc != CURLE_OK) return failedPrecondition(curl_easy_strerror(rc));
+    if (rc != CURLE_OK) return failedPrecondition(c.easy_strerror(rc));
     data.remove_prefix(sent);
   }
   return okStatus();
@@ -121,31 +114,32 @@ Result<Endpoint> parseHost(std::string_view host) {
 
 Result<Reply> Client::call(std::string_view method, const std::string& path, std::string_view body,
                            std::string_view content_type, std::chrono::milliseconds timeout) const {
-  Handle curl = newHandle(endpoint_, path);
+  BYD_ASSIGN_OR_RETURN(const CurlApi* c, curlApi());
+  Handle curl = newHandle(*c, endpoint_, path);
   if (!curl) return internalError("cannot make a libcurl handle");
   Reply reply;
   const std::string verb(method);
-  curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, verb.c_str());
+  c->easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, verb.c_str());
   curl_slist* headers = nullptr;
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(nullptr, curl_slist_free_all);
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(nullptr, c->slist_free_all);
   if (method == "POST" || method == "PUT") {
-    headers = curl_slist_append(headers, ("Content-Type: " + std::string(content_type)).c_str());
+    headers = c->slist_append(headers, ("Content-Type: " + std::string(content_type)).c_str());
     header_list.reset(headers);
-    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    c->easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
+    c->easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
+    c->easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, appendBody);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  const CURLcode rc = curl_easy_perform(curl.get());
+  c->easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, appendBody);
+  c->easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
+  c->easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  const CURLcode rc = c->easy_perform(curl.get());
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     return Status(Code::kDeadlineExceeded, "the Docker engine did not answer " + verb + " " + path +
                                                " within " + std::to_string(timeout.count() / 1000) +
                                                " s");
   }
-  if (rc != CURLE_OK) return unreachable(endpoint_, curl_easy_strerror(rc));
-  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
+  if (rc != CURLE_OK) return unreachable(endpoint_, c->easy_strerror(rc));
+  c->easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
   return reply;
 }
 
@@ -171,14 +165,15 @@ Result<json> Client::request(std::string_view method, const std::string& path, c
 
 Result<std::unique_ptr<Hijacked>> Client::startExec(const std::string& exec_id) const {
   const std::string path = "/exec/" + exec_id + "/start";
-  Handle curl = newHandle(endpoint_, path);
+  BYD_ASSIGN_OR_RETURN(const CurlApi* c, curlApi());
+  Handle curl = newHandle(*c, endpoint_, path);
   if (!curl) return internalError("cannot make a libcurl handle");
-  curl_easy_setopt(curl.get(), CURLOPT_CONNECT_ONLY, 1L);
-  if (CURLcode rc = curl_easy_perform(curl.get()); rc != CURLE_OK) {
-    return unreachable(endpoint_, curl_easy_strerror(rc));
+  c->easy_setopt(curl.get(), CURLOPT_CONNECT_ONLY, 1L);
+  if (CURLcode rc = c->easy_perform(curl.get()); rc != CURLE_OK) {
+    return unreachable(endpoint_, c->easy_strerror(rc));
   }
   curl_socket_t fd = CURL_SOCKET_BAD;
-  curl_easy_getinfo(curl.get(), CURLINFO_ACTIVESOCKET, &fd);
+  c->easy_getinfo(curl.get(), CURLINFO_ACTIVESOCKET, &fd);
   if (fd == CURL_SOCKET_BAD) return internalError("no socket to the Docker engine");
   const std::string body = R"({"Detach":false,"Tty":false})";
   const std::string host = endpoint_.unix_path.empty() ? endpoint_.base_url.substr(7) : "docker";
@@ -186,7 +181,7 @@ Result<std::unique_ptr<Hijacked>> Client::startExec(const std::string& exec_id) 
                            "\r\nContent-Type: application/json\r\nConnection: Upgrade\r\n"
                            "Upgrade: tcp\r\nContent-Length: " +
                            std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (Status s = sendAll(curl.get(), fd, head); !s.ok()) {
+  if (Status s = sendAll(*c, curl.get(), fd, head); !s.ok()) {
     return failedPrecondition("starting exec " + exec_id + ": " + s.message());
   }
   // Read the reply's head, and not a byte more: what follows is the process's output.
@@ -218,30 +213,29 @@ Result<std::unique_ptr<Hijacked>> Client::startExec(const std::string& exec_id) 
 }
 
 Result<std::string> makeTar(const std::vector<TarEntry>& entries) {
+  BYD_ASSIGN_OR_RETURN(const ArchiveApi* t, archiveApi());
   std::string out;
-  std::unique_ptr<struct archive, int (*)(struct archive*)> a(archive_write_new(),
-                                                              archive_write_free);
+  std::unique_ptr<struct archive, int (*)(struct archive*)> a(t->write_new(), t->write_free);
   if (!a) return internalError("cannot make a tar writer");
-  archive_write_set_format_pax_restricted(a.get());
-  if (archive_write_open(a.get(), &out, nullptr, archiveAppend, nullptr) != ARCHIVE_OK) {
-    return internalError(std::string("tar: ") + archive_error_string(a.get()));
+  t->write_set_format_pax_restricted(a.get());
+  if (t->write_open(a.get(), &out, nullptr, archiveAppend, nullptr) != ARCHIVE_OK) {
+    return internalError(std::string("tar: ") + t->error_string(a.get()));
   }
   for (const TarEntry& e : entries) {
-    std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(archive_entry_new(),
-                                                                   archive_entry_free);
-    archive_entry_set_pathname(entry.get(), e.path.c_str());
-    archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.content.size()));
-    archive_entry_set_filetype(entry.get(), AE_IFREG);
-    archive_entry_set_perm(entry.get(), e.mode);
-    archive_entry_set_mtime(entry.get(), time(nullptr), 0);
-    if (archive_write_header(a.get(), entry.get()) != ARCHIVE_OK ||
-        archive_write_data(a.get(), e.content.data(), e.content.size()) !=
+    std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(t->entry_new(), t->entry_free);
+    t->entry_set_pathname(entry.get(), e.path.c_str());
+    t->entry_set_size(entry.get(), static_cast<la_int64_t>(e.content.size()));
+    t->entry_set_filetype(entry.get(), AE_IFREG);
+    t->entry_set_perm(entry.get(), e.mode);
+    t->entry_set_mtime(entry.get(), time(nullptr), 0);
+    if (t->write_header(a.get(), entry.get()) != ARCHIVE_OK ||
+        t->write_data(a.get(), e.content.data(), e.content.size()) !=
             static_cast<la_ssize_t>(e.content.size())) {
-      return internalError(std::string("tar: ") + archive_error_string(a.get()));
+      return internalError(std::string("tar: ") + t->error_string(a.get()));
     }
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) {
-    return internalError(std::string("tar: ") + archive_error_string(a.get()));
+  if (t->write_close(a.get()) != ARCHIVE_OK) {
+    return internalError(std::string("tar: ") + t->error_string(a.get()));
   }
   return out;
 }
