@@ -13,10 +13,12 @@ namespace byd::mcp {
 
 class ElicitingApprover : public permissions::Approver {
  public:
-  ElicitingApprover(ClientRequests& requests, bool client_supports_elicitation,
-                    std::chrono::milliseconds timeout, CancelToken cancel)
+  // Whether the client can be asked (it declared elicitation, and the request is not stateless).
+  enum class Client { kCanAsk, kCannotAsk };
+  ElicitingApprover(ClientRequests& requests, Client client, std::chrono::milliseconds timeout,
+                    CancelToken cancel)
       : requests_(requests),
-        supported_(client_supports_elicitation),
+        supported_(client == Client::kCanAsk),
         timeout_(timeout),
         cancel_(std::move(cancel)) {}
 

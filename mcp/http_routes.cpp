@@ -7,7 +7,7 @@ namespace byd::mcp {
 
 // Hands one message to the session's dispatcher and answers the POST.
 void HttpServer::Impl::post(const std::shared_ptr<Session>& session, const json& message,
-                            const std::string& body, httplib::Response& res) {
+                            httplib::Response& res) {
   const bool request = message.contains("method") && message.contains("id");
   std::shared_ptr<Exchange> exchange;
   if (request) exchange = session->transport.expect(message["id"].dump());
@@ -17,7 +17,7 @@ void HttpServer::Impl::post(const std::shared_ptr<Session>& session, const json&
   }
   {
     std::lock_guard lock(session->frame_mu);
-    session->server->onFrame(body);
+    session->server->onMessage(message);
   }
   if (!request) {
     res.status = 202;
@@ -51,7 +51,8 @@ void HttpServer::Impl::respond(const std::shared_ptr<Session>& session,
 void HttpServer::Impl::streamEvents(const std::shared_ptr<Session>& session,
                                     const std::shared_ptr<Exchange>& exchange,
                                     httplib::Response& res, size_t from, std::string preamble,
-                                    bool legacy) {
+                                    StreamKind kind) {
+  const bool legacy = kind == StreamKind::kLegacy;
   ++session->open_requests;
   res.set_header("Cache-Control", "no-cache");
   if (!legacy && exchange->resumable && atLeast(session->transport.version(), "2025-11-25")) {
@@ -134,7 +135,7 @@ void HttpServer::Impl::onLegacyStream(const httplib::Request& req, httplib::Resp
   spdlog::info("http: session {}… started (HTTP+SSE)", session->id.substr(0, 8));
   streamEvents(session, stream, res, 0,
                "event: endpoint\ndata: /messages?sessionId=" + session->id + "\n\n",
-               /*legacy=*/true);
+               StreamKind::kLegacy);
 }
 
 // 2024-11-05: POST /messages?sessionId=... is answered 202; the answer travels on the stream.
@@ -152,7 +153,7 @@ void HttpServer::Impl::onLegacyPost(const httplib::Request& req, httplib::Respon
   session->touch();
   {
     std::lock_guard lock(session->frame_mu);
-    session->server->onFrame(req.body);
+    session->server->onMessage(std::move(message));
   }
   res.status = 202;
 }
@@ -224,7 +225,7 @@ void HttpServer::Impl::onPost(const httplib::Request& req, httplib::Response& re
     session = sessionOf(req, res);
     if (!session) return;
   }
-  post(session, message, req.body, res);
+  post(session, message, res);
 }
 
 // A JSON-RPC batch, which only revision 2025-03-26 has: the dispatcher answers it with one
@@ -244,7 +245,7 @@ void HttpServer::Impl::postBatch(const httplib::Request& req, const json& batch,
   std::shared_ptr<Exchange> exchange = has_request ? session->transport.expectBatch() : nullptr;
   {
     std::lock_guard lock(session->frame_mu);
-    session->server->onFrame(req.body);
+    session->server->onMessage(batch);
   }
   if (!exchange) {
     res.status = 202;

@@ -87,7 +87,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession() {
       return resourceExhausted("too many sessions");
     }
   }
-  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(/*stateless=*/false));
+  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(SessionKind::kSession));
   session->id = randomHex(16);
   session->touch();
   std::lock_guard lock(mu);
@@ -97,12 +97,12 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession() {
 
 // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
 // stateless revision only.
-Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(bool stateless_only) {
+Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind) {
   BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
   auto session = std::make_shared<Session>();
   session->backend = std::move(backend);
   ServerOptions options = server_options;
-  options.stateless_only = stateless_only;
+  options.stateless_only = kind == SessionKind::kStateless;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
   session->server = std::make_unique<Server>(session->transport, *session->backend.backend, limits,
                                              options, guard);

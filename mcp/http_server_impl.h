@@ -106,23 +106,24 @@ struct HttpServer::Impl {
   Result<std::shared_ptr<Session>> newSession();
   // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
   // stateless revision only.
-  Result<std::shared_ptr<Session>> makeSession(bool stateless_only);
+  enum class SessionKind { kSession, kStateless };
+  Result<std::shared_ptr<Session>> makeSession(SessionKind kind);
   // The session with this id, or null.
   std::shared_ptr<Session> find(const std::string& id) const;
   void endStateless();
   void endSession(const std::string& id);
   // Hands one message to the session's dispatcher and answers the POST.
-  void post(const std::shared_ptr<Session>& session, const json& message, const std::string& body,
-            httplib::Response& res);
+  void post(const std::shared_ptr<Session>& session, const json& message, httplib::Response& res);
   // JSON when the answer is the first and only message; otherwise an SSE stream.
   void respond(const std::shared_ptr<Session>& session, const std::shared_ptr<Exchange>& exchange,
                httplib::Response& res);
   // Streams `exchange` from event number `from` on, each event with its id; `preamble` goes out
   // first (the legacy transport's endpoint event). The caller has marked it as being read. A
   // legacy session lives as long as its stream.
+  enum class StreamKind { kStreamable, kLegacy };
   void streamEvents(const std::shared_ptr<Session>& session,
                     const std::shared_ptr<Exchange>& exchange, httplib::Response& res, size_t from,
-                    std::string preamble = "", bool legacy = false);
+                    std::string preamble = "", StreamKind kind = StreamKind::kStreamable);
   // Marks `exchange` as read by one more connection; false when one already reads it.
   static bool startReading(const std::shared_ptr<Exchange>& exchange);
   // 2024-11-05: GET /sse starts a session and its stream, whose first event names the URL

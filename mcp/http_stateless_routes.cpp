@@ -24,7 +24,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::statelessSession() {
     std::lock_guard state_lock(mu);
     if (stateless) return stateless;
   }
-  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(/*stateless=*/true));
+  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(SessionKind::kStateless));
   std::lock_guard state_lock(mu);
   stateless = session;
   return session;
@@ -113,7 +113,7 @@ void HttpServer::Impl::postStateless(const httplib::Request& req, const json& me
   auto exchange = (*session)->transport.expectStateless(our_id, id);
   {
     std::lock_guard lock((*session)->frame_mu);
-    (*session)->server->onFrame(rewritten.dump());
+    (*session)->server->onMessage(std::move(rewritten));
   }
   // A quick answer goes out as JSON; after a second the answer comes as a stream, whose
   // keep-alives notice a client that went away (which cancels the request).
@@ -141,11 +141,8 @@ void HttpServer::Impl::postStateless(const httplib::Request& req, const json& me
 void HttpServer::Impl::cancelStateless(const std::shared_ptr<Session>& session,
                                        const std::shared_ptr<Exchange>& exchange) {
   session->transport.abandon(exchange->our_id.dump());
-  const json cancel = {{"jsonrpc", "2.0"},
-                       {"method", "notifications/cancelled"},
-                       {"params", {{"requestId", exchange->our_id}}}};
   std::lock_guard lock(session->frame_mu);
-  session->server->onFrame(cancel.dump());
+  session->server->cancelRequest(exchange->our_id);
 }
 
 }  // namespace byd::mcp

@@ -181,6 +181,15 @@ void Server::onFrame(std::string_view frame) {
   }
 }
 
+void Server::onMessage(json message) {
+  try {
+    handleValue(message);
+  } catch (const std::exception& e) {
+    spdlog::error("message handling threw: {}", e.what());
+    transport_.send(makeError(nullptr, rpc::kInternalError, "internal error"));
+  }
+}
+
 void Server::handleFrame(std::string_view frame) {
   auto value = parseJson(frame);
   if (!value.ok()) {
@@ -188,8 +197,12 @@ void Server::handleFrame(std::string_view frame) {
         makeError(nullptr, rpc::kParseError, "parse error: " + value.status().message()));
     return;
   }
-  if (!value->is_array()) {
-    dispatch(*value, nullptr);
+  handleValue(*value);
+}
+
+void Server::handleValue(json& value) {
+  if (!value.is_array()) {
+    dispatch(value, nullptr);
     return;
   }
   // JSON-RPC batches exist only in the 2025-03-26 revision of MCP.
@@ -198,13 +211,13 @@ void Server::handleFrame(std::string_view frame) {
                               "batch requests are only supported at protocol version 2025-03-26"));
     return;
   }
-  if (value->empty()) {
+  if (value.empty()) {
     transport_.send(makeError(nullptr, rpc::kInvalidRequest, "empty batch"));
     return;
   }
   auto batch = std::make_shared<Batch>();
-  batch->pending = value->size();
-  for (json& element : *value) dispatch(element, batch);
+  batch->pending = value.size();
+  for (json& element : value) dispatch(element, batch);
 }
 
 void Server::onOversizedFrame(size_t bytes) {
@@ -341,6 +354,17 @@ void Server::serve(Message m, const Sink& sink, Caller caller, const Method& met
   });
 }
 
+void Server::cancelRequest(const json& request_id) {
+  std::lock_guard lock(mu_);
+  if (auto it = in_flight_.find(idKey(request_id)); it != in_flight_.end()) {
+    it->second.cancel();
+    spdlog::info("cancelled request {}", it->first);
+  }
+  if (listeners_.erase(idKey(request_id)) != 0) {
+    spdlog::info("ended subscription {}", idKey(request_id));
+  }
+}
+
 void Server::handleNotification(const Message& m) {
   if (m.method == "notifications/cancelled") {
     auto p = parseCancelled(m.params);
@@ -348,14 +372,7 @@ void Server::handleNotification(const Message& m) {
       spdlog::debug("ignored notifications/cancelled: {}", p.status().message());
       return;
     }
-    std::lock_guard lock(mu_);
-    if (auto it = in_flight_.find(idKey(p->request_id)); it != in_flight_.end()) {
-      it->second.cancel();
-      spdlog::info("cancelled request {}", it->first);
-    }
-    if (listeners_.erase(idKey(p->request_id)) != 0) {
-      spdlog::info("ended subscription {}", idKey(p->request_id));
-    }
+    cancelRequest(p->request_id);
     return;
   }
   if (m.method == "notifications/initialized") {

@@ -75,6 +75,11 @@ class Server : public MessageHandler {
   ~Server() override;
 
   void onFrame(std::string_view frame) override;
+  // A message (or a batch) already parsed, as the HTTP transport has it.
+  void onMessage(json message);
+  // Cancels the request with this id that is in flight, or ends that listen stream, as
+  // notifications/cancelled would.
+  void cancelRequest(const json& request_id);
   void onOversizedFrame(size_t bytes) override;
 
   // Cancels everything in flight (their answers are dropped).
@@ -120,6 +125,7 @@ class Server : public MessageHandler {
             bool pooled = false);
 
   void handleFrame(std::string_view frame);
+  void handleValue(json& value);
   // Takes the params out of `value` (a request or notification); a response is left whole.
   void dispatch(json& value, const Sink& sink);
   void handleRequest(Message m, const Sink& sink);

@@ -154,8 +154,10 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
   const auto op = permissions::parseOperation(tool->spec->operation);
   if (!op) return internalError("tool " + p.name + " names no permission operation");
   // Stateless requests cannot ask the user mid-call: "ask" rules take the fallback there.
-  const bool elicitation = !caller.stateless && caller.has("elicitation");
-  mcp::ElicitingApprover approver(client_requests_, elicitation, options_.ask_timeout, token);
+  const auto client = !caller.stateless && caller.has("elicitation")
+                          ? ElicitingApprover::Client::kCanAsk
+                          : ElicitingApprover::Client::kCannotAsk;
+  ElicitingApprover approver(client_requests_, client, options_.ask_timeout, token);
   permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver, &denied_files_);
   ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }, progress};
   return callTool(*tool, p.arguments, ctx, structured);

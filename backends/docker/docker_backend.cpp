@@ -91,7 +91,6 @@ std::string urlEncode(const std::string& s) {
   return out;
 }
 
-
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
 // multiplexed output is split into two pipes by a thread of its own.
 class ContainerKernel : public KernelProcess {
@@ -277,7 +276,9 @@ std::string DockerBackend::containerId() const {
   return container_;
 }
 
-Result<std::string> DockerBackend::createContainer(const std::string& runtime, bool named) const {
+Result<std::string> DockerBackend::createContainer(const std::string& runtime,
+                                                   Naming naming) const {
+  const bool named = naming == Naming::kNamed;
   auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
   if (!image.ok()) {
     if (image.status().code() == Code::kNotFound) {
@@ -436,7 +437,7 @@ Result<std::string> DockerBackend::ensureContainer() const {
   }
   BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
   if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
-  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name, /*named=*/true));
+  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name, Naming::kNamed));
   runtime_ = runtime.name;
   spdlog::info("docker: container {} started ({}, {})", container_.substr(0, 12), options_.image,
                runtime_);
@@ -454,7 +455,7 @@ Result<std::string> DockerBackend::takeBox() const {
   }
   // Every command container runs a command: one more, for this one alone.
   BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
-  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, /*named=*/false));
+  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, Naming::kUnnamed));
   spdlog::info("docker: container {} started for commands that run at once", box.substr(0, 12));
   std::lock_guard lock(mu_);
   extras_.insert(box);
@@ -803,7 +804,7 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
   // A container of its own: nothing of another session's, or of a command's, runs beside the
   // kernel, and ending the kernel ends the container, with all that the kernel's code started.
   BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
-  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, /*named=*/false));
+  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, Naming::kUnnamed));
   // byd-enter, as root, writes the kernel's pid (for interrupts) where the code cannot change
   // it, becomes the container's user and executes the kernel. No launcher stays behind holding
   // the kernel's pipes.

@@ -91,8 +91,9 @@ class DockerBackend : public Backend {
                 std::string workspace);
   // The first command container, created and started if need be.
   Result<std::string> ensureContainer() const;
-  // A new container; `named` gives it --container-name (only the first command container).
-  Result<std::string> createContainer(const std::string& runtime, bool named) const;
+  // A new container; kNamed gives it --container-name (only the first command container).
+  enum class Naming { kNamed, kUnnamed };
+  Result<std::string> createContainer(const std::string& runtime, Naming naming) const;
   void removeContainer(const std::string& container) const;
   // The runtime, as resolveRuntime said the first time.
   Result<std::string> resolvedRuntime() const;
