@@ -138,7 +138,7 @@ Result<SessionStack> openStack(const Config& c, bool warm) {
 }
 
 // The tools offered, as tools/list lists them.
-std::string offeredTools(const Backend& backend, const permissions::Guard& guard) {
+std::string offeredTools(Backend& backend, const permissions::Guard& guard) {
   std::string names;
   for (const Tool& tool : allTools()) {
     if (!mcp::toolOffered(tool, backend, &guard)) continue;

@@ -19,7 +19,7 @@ std::string_view fileTypeName(FileType type) {
   return "other";
 }
 
-Status Backend::listEach(const std::string& key,
+Status FileSystem::listEach(const std::string& key,
                          const std::function<bool(const FileInfo&)>& visit) const {
   BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, list(key));
   for (const FileInfo& e : entries) {
@@ -28,7 +28,7 @@ Status Backend::listEach(const std::string& key,
   return okStatus();
 }
 
-Status Backend::readStream(const std::string& key, size_t chunk_bytes,
+Status FileSystem::readStream(const std::string& key, size_t chunk_bytes,
                            const std::function<bool(std::string_view)>& sink) const {
   chunk_bytes = std::max<size_t>(chunk_bytes, 1);
   for (uint64_t offset = 0;; offset += chunk_bytes) {

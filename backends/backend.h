@@ -1,7 +1,9 @@
 #pragma once
-// The Backend interface: the file operations the file tools are built from, on one workspace,
-// and, where the backend can run code (canExecute), execute and run_python. Paths
-// passed in are the keys returned by normalize() ("" is the workspace root, "src/a.py" is
+// The interfaces of a workspace: FileSystem, the file operations the file tools are built from,
+// and Executor, which runs commands and Python (execute and run_python). A Backend is a file
+// system that may also offer an executor (State does not; Local and Docker do); the tools that
+// exist follow from that, in one place (mcp::toolOffered). Paths passed in are the keys
+// returned by normalize() ("" is the workspace root, "src/a.py" is
 // relative to it, an absolute key names a path inside an extra allowed directory). Backends
 // know nothing of MCP, tools or permissions. Implementations are safe to call from several
 // threads at once.
@@ -85,9 +87,11 @@ struct PythonResult {
   double duration_ms = 0;
 };
 
-class Backend {
+class Executor;
+
+class FileSystem {
  public:
-  virtual ~Backend() = default;
+  virtual ~FileSystem() = default;
 
   // "local" or "state".
   virtual std::string_view kind() const = 0;
@@ -116,26 +120,29 @@ class Backend {
   // The default reads chunk by chunk through read(); backends override it to open once.
   virtual Status readStream(const std::string& key, size_t chunk_bytes,
                             const std::function<bool(std::string_view)>& sink) const;
-  // Whether execute() is offered at all (State has no processes).
-  virtual bool canExecute() const { return false; }
-  // Runs a command; a non-zero exit is a result, not an error. Errors: the command could not
-  // be started (no sandbox, bad cwd). Cancellation kills it and sets `cancelled`.
-  virtual Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const {
-    (void)request;
-    (void)cancel;
-    return unimplemented("this backend cannot run commands");
-  }
-  // Runs Python code in a named, persistent session.
-  virtual Result<PythonResult> runPython(const PythonRequest& request,
-                                         const CancelToken& cancel) const {
-    (void)request;
-    (void)cancel;
-    return unimplemented("this backend cannot run Python");
-  }
   // Atomically replaces (or creates, or appends to) a regular file; creates parent directories;
   // keeps an existing file's permission bits.
   virtual Result<WriteOutcome> write(const std::string& key, std::string_view data,
                                      WriteMode mode) = 0;
+};
+
+// Runs code in the workspace.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs a command; a non-zero exit is a result, not an error. Errors: the command could not
+  // be started (no sandbox, bad cwd). Cancellation kills it and sets `cancelled`.
+  virtual Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) = 0;
+  // Runs Python code in a named, persistent session.
+  virtual Result<PythonResult> runPython(const PythonRequest& request,
+                                         const CancelToken& cancel) = 0;
+};
+
+// A workspace: its files, and the executor that runs code in it if it has one.
+class Backend : public FileSystem {
+ public:
+  // Null when the backend runs no code (State).
+  virtual Executor* executor() { return nullptr; }
 };
 
 // Joins a directory key and an entry name into the entry's key.

@@ -64,7 +64,7 @@ struct Caller {
 
 // Whether `tool` is offered: the backend can run it and the rules do not always deny it. The one
 // place this is decided; tools/list, tools/call and the instructions all ask here.
-bool toolOffered(const Tool& tool, const Backend& backend, const permissions::Guard* guard);
+bool toolOffered(const Tool& tool, Backend& backend, const permissions::Guard* guard);
 
 class Server : public MessageHandler {
  public:

@@ -136,10 +136,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
     return invalidArgument("unknown tool: " + p.name);
   }
   const bool structured = atLeast(caller.version, "2025-06-18");
-  if ((tool->spec->operation == "execute" || tool->spec->operation == "python") &&
-      !backend_.canExecute()) {
-    return invalidArgument("unknown tool: " + p.name);
-  }
+  if (!toolOffered(*tool, backend_, nullptr)) return invalidArgument("unknown tool: " + p.name);
   // With a progressToken, long calls report progress as notifications/progress.
   std::function<void(double, std::string)> progress;
   if (auto report = progressReporter(p.progress_token)) {
@@ -199,11 +196,9 @@ Result<json> Server::withPeer(const std::string& method, const std::string& name
   return result;
 }
 
-bool toolOffered(const Tool& tool, const Backend& backend, const permissions::Guard* guard) {
-  if ((tool.spec->operation == "execute" || tool.spec->operation == "python") &&
-      !backend.canExecute()) {
-    return false;
-  }
+bool toolOffered(const Tool& tool, Backend& backend, const permissions::Guard* guard) {
+  const bool runs_code = tool.spec->operation == "execute" || tool.spec->operation == "python";
+  if (runs_code && backend.executor() == nullptr) return false;
   if (guard == nullptr) return true;
   const auto op = permissions::parseOperation(tool.spec->operation);
   return op && !guard->hidden(*op);

@@ -119,18 +119,17 @@ Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_v
   return inner_.write(key, data, mode);
 }
 
-Result<ExecResult> GuardedBackend::execute(const ExecRequest& request,
-                                           const CancelToken& cancel) const {
+Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const CancelToken& cancel) {
   BYD_RETURN_IF_ERROR(guard_.checkCommand(request.command, request.env, request.cwd, approver_));
   if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
-  return inner_.execute(request, cancel);
+  return inner_.executor()->execute(request, cancel);
 }
 
 Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
-                                               const CancelToken& cancel) const {
+                                               const CancelToken& cancel) {
   BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_));
   if (denied_files_ != nullptr) denied_files_->invalidate();
-  return inner_.runPython(request, cancel);
+  return inner_.executor()->runPython(request, cancel);
 }
 
 }  // namespace byd::permissions

@@ -17,7 +17,7 @@
 
 namespace byd::permissions {
 
-class GuardedBackend : public Backend {
+class GuardedBackend : public Backend, private Executor {
  public:
   // `approver` may be null (then "ask" falls back as the Guard says); so may `denied_files`
   // (then a hard link is judged by its own name only).
@@ -38,12 +38,8 @@ class GuardedBackend : public Backend {
                     const std::function<bool(std::string_view)>& sink) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
-  bool canExecute() const override { return inner_.canExecute(); }
-  // The command line is the target: checked (and asked about) here.
-  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
-  // The code is the target.
-  Result<PythonResult> runPython(const PythonRequest& request,
-                                 const CancelToken& cancel) const override;
+  // An executor when the inner backend has one: its commands and code judged first.
+  Executor* executor() override { return inner_.executor() != nullptr ? this : nullptr; }
 
   // Entries that listings dropped so far.
   size_t hiddenCount() const { return hidden_.load(); }
@@ -56,6 +52,10 @@ class GuardedBackend : public Backend {
     std::string key, real;
     bool read_passed = false;
   };
+  // The command line is the target: checked (and asked about) here.
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
+  // The code is the target.
+  Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
   std::optional<Look> takeLook(const std::string& key) const;
   Status checkRead(const std::string& key) const;
   // The file `real` reaches must not be another name (a hard link) of one the read rules deny.

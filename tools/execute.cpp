@@ -51,7 +51,9 @@ Result<ToolOutput> runExecute(const json& args, ToolContext& ctx) {
       ctx.progress(std::floor(elapsed), std::string(line));
     };
   }
-  BYD_ASSIGN_OR_RETURN(ExecResult r, ctx.backend.execute(req, ctx.cancel));
+  Executor* executor = ctx.backend.executor();
+  if (executor == nullptr) return unimplemented("this workspace runs no commands");
+  BYD_ASSIGN_OR_RETURN(ExecResult r, executor->execute(req, ctx.cancel));
   if (r.cancelled) return cancelled("cancelled");
 
   ToolOutput out;

@@ -44,7 +44,9 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
   req.timeout = std::chrono::seconds(
       std::min<int64_t>(argInt(args, "timeout_s", 30), ctx.limits.max_timeout_s));
   req.max_output = ctx.limits.max_output_bytes;
-  BYD_ASSIGN_OR_RETURN(PythonResult r, ctx.backend.runPython(req, ctx.cancel));
+  Executor* executor = ctx.backend.executor();
+  if (executor == nullptr) return unimplemented("this workspace runs no Python");
+  BYD_ASSIGN_OR_RETURN(PythonResult r, executor->runPython(req, ctx.cancel));
   if (ctx.cancel.cancelled()) return cancelled("cancelled");
 
   ToolOutput out;

@@ -198,7 +198,7 @@ DockerBackend::~DockerBackend() {
   for (const std::string& box : boxes) removeContainer(box);
 }
 
-void DockerBackend::removeContainer(const std::string& container) const {
+void DockerBackend::removeContainer(const std::string& container) {
   auto removed = client_.request("DELETE", "/containers/" + container + "?force=true&v=true",
                                  nullptr, std::chrono::seconds(30));
   if (!removed.ok() && removed.status().code() != Code::kNotFound) {
@@ -276,8 +276,7 @@ std::string DockerBackend::containerId() const {
   return container_;
 }
 
-Result<std::string> DockerBackend::createContainer(const std::string& runtime,
-                                                   Naming naming) const {
+Result<std::string> DockerBackend::createContainer(const std::string& runtime, Naming naming) {
   const bool named = naming == Naming::kNamed;
   auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
   if (!image.ok()) {
@@ -370,7 +369,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime,
 // Python sessions stay when their container goes: their kernels die with it, and each session
 // notices on its next call and starts afresh, saying so. (Dropping the sessions here could end
 // them on the very thread of a kernel being started, which would wait for itself.)
-void DockerBackend::forgetContainer(const std::string& container) const {
+void DockerBackend::forgetContainer(const std::string& container) {
   {
     std::lock_guard lock(mu_);
     dropRunnersOf(container);
@@ -385,11 +384,11 @@ void DockerBackend::forgetContainer(const std::string& container) const {
   removeContainer(container);
 }
 
-void DockerBackend::dropRunnersOf(const std::string& container) const {
+void DockerBackend::dropRunnersOf(const std::string& container) {
   std::erase_if(runners_, [&](const auto& r) { return r->container() == container; });
 }
 
-Result<std::string> DockerBackend::resolvedRuntime() const {
+Result<std::string> DockerBackend::resolvedRuntime() {
   {
     std::lock_guard lock(mu_);
     if (!runtime_.empty()) return runtime_;
@@ -401,7 +400,7 @@ Result<std::string> DockerBackend::resolvedRuntime() const {
   return runtime_;
 }
 
-Result<std::string> DockerBackend::ensureContainer() const {
+Result<std::string> DockerBackend::ensureContainer() {
   std::lock_guard lock(mu_);
   if (!container_.empty()) {
     auto state = client_.request("GET", "/containers/" + container_ + "/json");
@@ -444,7 +443,7 @@ Result<std::string> DockerBackend::ensureContainer() const {
   return container_;
 }
 
-Result<std::string> DockerBackend::takeBox() const {
+Result<std::string> DockerBackend::takeBox() {
   BYD_ASSIGN_OR_RETURN(std::string first, ensureContainer());
   {
     std::lock_guard lock(mu_);
@@ -463,7 +462,7 @@ Result<std::string> DockerBackend::takeBox() const {
   return box;
 }
 
-void DockerBackend::releaseBox(const std::string& container) const {
+void DockerBackend::releaseBox(const std::string& container) {
   {
     std::lock_guard lock(mu_);
     in_use_.erase(container);
@@ -478,7 +477,7 @@ void DockerBackend::releaseBox(const std::string& container) const {
 }
 
 Result<int> DockerBackend::shell(const std::string& container, const std::string& script,
-                                 const std::string& user) const {
+                                 const std::string& user) {
   BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
                                                   {{"Cmd", {"/bin/sh", "-c", script}},
                                                    {"User", user},
@@ -500,7 +499,7 @@ Result<int> DockerBackend::shell(const std::string& container, const std::string
   return inspect["ExitCode"].get<int>();
 }
 
-void DockerBackend::endAll(const std::string& container) const {
+void DockerBackend::endAll(const std::string& container) {
   // A shell of the code's user signals every process of that user but itself (kill -1): in a
   // command container, all that the command started, wherever it went. Again and again while
   // there are any (a fork bomb forks while it dies). Only shell builtins: where processes are
@@ -534,7 +533,7 @@ void DockerBackend::endAll(const std::string& container) const {
 }
 
 Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
-                                                       const std::string& container) const {
+                                                       const std::string& container) {
   // The command leads a process group of its own (setsid). When it ends, its status goes out
   // on stderr behind a marker; a timeout or a cancel, and its end, then end every process of
   // the code's user in its container (endAll), which holds no other code.
@@ -649,7 +648,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
   return out;
 }
 
-void DockerBackend::checkContainer(const std::string& container, ExecOutcome* out) const {
+void DockerBackend::checkContainer(const std::string& container, ExecOutcome* out) {
   // No status for the command: did the container stop underneath (under gVisor, a memory limit
   // ends the whole sandbox)?
   auto state = client_.request("GET", "/containers/" + container + "/json");
@@ -659,15 +658,14 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
   }
 }
 
-Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(
-    const std::string& container) const {
+Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(const std::string& container) {
   // As root, which runs each command as the container's user (runner.py --user).
   std::vector<std::string> args = confined(std::string(kKernelDir) + "/runner.py");
   args.insert(args.end(), {"--user", codeUser(), "--enter", enterPath()});
   return ContainerRunner::start(client_, container, options_.python, args, kRoot);
 }
 
-Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
+Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() {
   {
     std::lock_guard lock(mu_);
     if (no_runner_) return std::unique_ptr<ContainerRunner>();
@@ -696,7 +694,7 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() const {
   return runner.status();
 }
 
-void DockerBackend::giveBackRunner(std::unique_ptr<ContainerRunner> runner) const {
+void DockerBackend::giveBackRunner(std::unique_ptr<ContainerRunner> runner) {
   const std::string box = runner->container();
   {
     std::lock_guard lock(mu_);
@@ -707,7 +705,7 @@ void DockerBackend::giveBackRunner(std::unique_ptr<ContainerRunner> runner) cons
   releaseBox(box);
 }
 
-Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& spec) const {
+Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& spec) {
   for (int attempt = 0;; ++attempt) {
     BYD_ASSIGN_OR_RETURN(std::unique_ptr<ContainerRunner> runner, takeRunner());
     if (!runner) {
@@ -750,8 +748,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& 
   }
 }
 
-Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
-                                          const CancelToken& cancel) const {
+Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const CancelToken& cancel) {
   const auto start = Clock::now();
   if (!request.cwd.empty()) {
     BYD_ASSIGN_OR_RETURN(FileInfo dir, stat(request.cwd));
@@ -800,7 +797,7 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request,
   return r;
 }
 
-Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
+Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
   // A container of its own: nothing of another session's, or of a command's, runs beside the
   // kernel, and ending the kernel ends the container, with all that the kernel's code started.
   BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
@@ -846,7 +843,7 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() const {
 }
 
 Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
-                                              const CancelToken& cancel) const {
+                                              const CancelToken& cancel) {
   std::shared_ptr<PythonSessions> sessions;
   {
     std::lock_guard lock(mu_);

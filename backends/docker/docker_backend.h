@@ -47,7 +47,7 @@ struct ContainerUser {
 };
 Result<ContainerUser> parseContainerUser(const std::string& text);
 
-class DockerBackend : public Backend {
+class DockerBackend : public Backend, public Executor {
  public:
   // `workspace` is the host directory mounted at /workspace. Nothing is asked of the engine
   // yet: the container comes with the first execute or run_python.
@@ -69,10 +69,9 @@ class DockerBackend : public Backend {
                     const std::function<bool(std::string_view)>& sink) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
-  bool canExecute() const override { return true; }
-  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
-  Result<PythonResult> runPython(const PythonRequest& request,
-                                 const CancelToken& cancel) const override;
+  Executor* executor() override { return this; }
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
+  Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
 
   // The runtime containers get: "runsc" (gVisor) or "runc", as --runtime and the engine's
   // /info decide; with the warning to log when auto found no gVisor. Asks the engine.
@@ -90,42 +89,42 @@ class DockerBackend : public Backend {
   DockerBackend(std::unique_ptr<LocalBackend> files, DockerOptions options, docker::Client client,
                 std::string workspace);
   // The first command container, created and started if need be.
-  Result<std::string> ensureContainer() const;
+  Result<std::string> ensureContainer();
   // A new container; kNamed gives it --container-name (only the first command container).
   enum class Naming { kNamed, kUnnamed };
-  Result<std::string> createContainer(const std::string& runtime, Naming naming) const;
-  void removeContainer(const std::string& container) const;
+  Result<std::string> createContainer(const std::string& runtime, Naming naming);
+  void removeContainer(const std::string& container);
   // The runtime, as resolveRuntime said the first time.
-  Result<std::string> resolvedRuntime() const;
+  Result<std::string> resolvedRuntime();
   // Removes a container that stopped under us, so the next call makes a new one.
-  void forgetContainer(const std::string& container) const;
+  void forgetContainer(const std::string& container);
   // A command container that no command is using (the first one, an idle other one, or a new
   // one), marked in use until releaseBox, which keeps it, or removes it beyond the spare ones.
-  Result<std::string> takeBox() const;
-  void releaseBox(const std::string& container) const;
+  Result<std::string> takeBox();
+  void releaseBox(const std::string& container);
   // Drops the idle runners of `container` (mu_ held).
-  void dropRunnersOf(const std::string& container) const;
+  void dropRunnersOf(const std::string& container);
   // Runs a command through a runner kept in the container (runCommand), or, where the image
   // has no Python for one, through an exec of its own (exec, wrapped so that its process group
   // can be killed).
-  Result<ExecOutcome> runCommand(const docker::CommandSpec& spec) const;
-  Result<ExecOutcome> exec(const docker::CommandSpec& spec, const std::string& container) const;
+  Result<ExecOutcome> runCommand(const docker::CommandSpec& spec);
+  Result<ExecOutcome> exec(const docker::CommandSpec& spec, const std::string& container);
   // An idle runner of the current container, or a new one; null when the image cannot have one.
-  Result<std::unique_ptr<docker::ContainerRunner>> takeRunner() const;
-  void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner) const;
+  Result<std::unique_ptr<docker::ContainerRunner>> takeRunner();
+  void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner);
   // A new runner in `container` (copied in at creation beside the kernel).
-  Result<std::unique_ptr<docker::ContainerRunner>> startRunner(const std::string& container) const;
+  Result<std::unique_ptr<docker::ContainerRunner>> startRunner(const std::string& container);
   // After a command whose status never came: notes whether its container stopped underneath
   // (and forgets it, so the next call makes a new one).
-  void checkContainer(const std::string& container, ExecOutcome* out) const;
+  void checkContainer(const std::string& container, ExecOutcome* out);
   // Starts one Python kernel in the container.
-  Result<std::unique_ptr<PythonKernel>> startKernel() const;
+  Result<std::unique_ptr<PythonKernel>> startKernel();
   // Ends every process of the code's user in a command container; restarts the container when
   // that cannot be done from inside.
-  void endAll(const std::string& container) const;
+  void endAll(const std::string& container);
   // Runs a shell script in the container as `user` to its end; its exit status.
   Result<int> shell(const std::string& container, const std::string& script,
-                    const std::string& user) const;
+                    const std::string& user);
 
   // "UID:GID" of the container's user, which runs the code.
   std::string codeUser() const { return std::to_string(uid_) + ":" + std::to_string(gid_); }
@@ -138,14 +137,14 @@ class DockerBackend : public Backend {
   gid_t gid_ = 1000;
 
   mutable std::mutex mu_;
-  mutable std::string container_;         // the first command container's id
-  mutable std::set<std::string> extras_;  // the other command containers
-  mutable std::set<std::string> in_use_;  // command containers a command runs in
-  mutable std::string runtime_;           // what they run under
-  mutable std::shared_ptr<PythonSessions> python_;
+  std::string container_;         // the first command container's id
+  std::set<std::string> extras_;  // the other command containers
+  std::set<std::string> in_use_;  // command containers a command runs in
+  std::string runtime_;           // what they run under
+  std::shared_ptr<PythonSessions> python_;
   // Idle runners, each of an idle command container.
-  mutable std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;
-  mutable bool no_runner_ = false;  // the image could not start one: exec per command
+  std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;
+  bool no_runner_ = false;  // the image could not start one: exec per command
 };
 
 }  // namespace byd

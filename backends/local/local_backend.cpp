@@ -533,7 +533,7 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
 }
 
 Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
-                                             const CancelToken& cancel) const {
+                                             const CancelToken& cancel) {
   if (!python_) {
     return failedPrecondition(
         "Python cannot run: " +
@@ -553,8 +553,7 @@ std::vector<std::string> LocalBackend::writableDirs() const {
   return dirs;
 }
 
-Result<ExecResult> LocalBackend::execute(const ExecRequest& request,
-                                         const CancelToken& cancel) const {
+Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const CancelToken& cancel) {
   if (!sandbox_) {
     return failedPrecondition("commands cannot run: " + (sandbox_unavailable_.empty()
                                                              ? std::string("no sandbox")

@@ -18,7 +18,7 @@
 
 namespace byd {
 
-class LocalBackend : public Backend {
+class LocalBackend : public Backend, public Executor {
  public:
   // `root` must be an existing directory; `allowed` are extra directories the tools may also
   // use, addressed by absolute keys. All are made absolute and canonical here; an error names
@@ -40,10 +40,9 @@ class LocalBackend : public Backend {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
-  bool canExecute() const override { return true; }
-  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) const override;
-  Result<PythonResult> runPython(const PythonRequest& request,
-                                 const CancelToken& cancel) const override;
+  Executor* executor() override { return this; }
+  Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
+  Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
   // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and
   // says why.
   void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "",
