@@ -18,6 +18,7 @@
 
 #include "backends/docker/orphans.h"
 #include "backends/local/sandbox_seccomp.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 
@@ -98,19 +99,20 @@ class ContainerKernel : public KernelProcess {
   ContainerKernel(std::unique_ptr<docker::Hijacked> conn, std::function<void(int)> signal)
       : conn_(std::move(conn)), signal_(std::move(signal)) {
     int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return;
-    out_r_ = out[0];
-    err_r_ = err[0];
-    pump_ = std::thread([this, out_w = out[1], err_w = err[1]] { pump(out_w, err_w); });
+    if (pipe2(out, O_CLOEXEC) != 0) return;
+    out_r_.reset(out[0]);
+    UniqueFd out_w(out[1]);
+    if (pipe2(err, O_CLOEXEC) != 0) return;
+    err_r_.reset(err[0]);
+    UniqueFd err_w(err[1]);
+    pump_ = std::thread([this, o = std::move(out_w), e = std::move(err_w)]() mutable {
+      pump(std::move(o), std::move(e));
+    });
   }
-  ~ContainerKernel() override {
-    kill();
-    if (out_r_ >= 0) close(out_r_);
-    if (err_r_ >= 0) close(err_r_);
-  }
+  ~ContainerKernel() override { kill(); }
   int stdinFd() const override { return conn_->fd(); }
-  int stdoutFd() const override { return out_r_; }
-  int stderrFd() const override { return err_r_; }
+  int stdoutFd() const override { return out_r_.get(); }
+  int stderrFd() const override { return err_r_.get(); }
   void interrupt() override { signal_(SIGINT); }
   void kill() override {
     if (killed_.exchange(true)) return;
@@ -121,7 +123,8 @@ class ContainerKernel : public KernelProcess {
   }
 
  private:
-  void pump(int out_w, int err_w) {
+  // Closes both write ends when the stream ends (UniqueFd), which the kernel's reader sees.
+  void pump(UniqueFd out_w, UniqueFd err_w) {
     docker::StreamDemuxer demux;
     char buf[1 << 16];
     while (!stop_) {
@@ -130,7 +133,7 @@ class ContainerKernel : public KernelProcess {
       const ssize_t n = read(conn_->fd(), buf, sizeof buf);
       if (n <= 0) break;
       const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
-        const int fd = stream == 2 ? err_w : out_w;
+        const int fd = stream == 2 ? err_w.get() : out_w.get();
         while (!d.empty()) {
           const ssize_t w = write(fd, d.data(), d.size());
           if (w <= 0) return;
@@ -139,13 +142,11 @@ class ContainerKernel : public KernelProcess {
       });
       if (!ok) break;
     }
-    close(out_w);
-    close(err_w);
   }
 
   std::unique_ptr<docker::Hijacked> conn_;
   std::function<void(int)> signal_;
-  int out_r_ = -1, err_r_ = -1;
+  UniqueFd out_r_, err_r_;
   std::thread pump_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> killed_{false};

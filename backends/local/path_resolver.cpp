@@ -15,23 +15,6 @@
 
 namespace byd {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int UniqueFd::release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::reset(int fd) {
-  // close() is not retried on EINTR: on Linux the descriptor is gone either way.
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 namespace {
 
 // openat2 returns EAGAIN when a concurrent rename or mount raced a ".." step; it is safe to

@@ -1,0 +1,40 @@
+#include "common/unique_fd.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace byd {
+namespace {
+
+bool isOpen(int fd) { return fcntl(fd, F_GETFD) != -1 || errno != EBADF; }
+
+TEST(UniqueFd, ClosesWhenItGoesAndMovesOwnership) {
+  int raw = -1;
+  {
+    UniqueFd fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    raw = fd.get();
+    ASSERT_TRUE(fd.valid());
+    UniqueFd moved = std::move(fd);
+    EXPECT_FALSE(fd.valid());  // NOLINT: moved-from is empty by contract
+    EXPECT_EQ(moved.get(), raw);
+    EXPECT_TRUE(isOpen(raw));
+  }
+  EXPECT_FALSE(isOpen(raw));
+}
+
+TEST(UniqueFd, ReleaseGivesUpAndResetCloses) {
+  UniqueFd fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int raw = fd.release();
+  EXPECT_FALSE(fd.valid());
+  EXPECT_TRUE(isOpen(raw));
+  fd.reset(raw);
+  EXPECT_EQ(fd.get(), raw);
+  fd.reset();
+  EXPECT_FALSE(isOpen(raw));
+}
+
+}  // namespace
+}  // namespace byd
