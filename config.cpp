@@ -138,28 +138,6 @@ Status applyEnvironment(Config& c, SettingOrigins& origins) {
   return okStatus();
 }
 
-// The help line of a setting's flag: its meaning, default and variable.
-std::string flagHelp(const Setting& s) {
-  static const Config defaults;
-  std::string shown;
-  if (s.shown_default != nullptr) {
-    shown = s.shown_default;
-  } else if (const nlohmann::json d = s.get(defaults); d.is_string()) {
-    shown = d.get<std::string>();
-  } else if (d.is_number_float() && d.get<double>() == static_cast<double>(d.get<int64_t>())) {
-    shown = std::to_string(d.get<int64_t>());
-  } else if (!d.is_array() && !d.is_boolean()) {
-    shown = d.dump();
-  }
-  std::string help = s.help;
-  if (!help.empty()) help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
-  // A help text that says its default itself is not told it again.
-  if (!shown.empty() && help.find("(default") == std::string::npos) {
-    help += " (default " + shown + ")";
-  }
-  return help + " [" + s.envName() + "]";
-}
-
 }  // namespace
 
 Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::string& version) {

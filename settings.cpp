@@ -548,6 +548,34 @@ Status checkChoice(const Setting& s, const std::string& v, const std::string& so
   return invalidArgument(source + ": not one of " + all);
 }
 
+enum class Shown { kHelp, kMarkdown };
+
+// A setting's default as --help (plain; nothing for lists and flags) or the README's table
+// (code spans, "none", "on"/"off") shows it.
+std::string shownDefault(const Setting& s, Shown style) {
+  static const Config defaults;
+  if (s.shown_default != nullptr) return s.shown_default;
+  const json d = s.get(defaults);
+  const bool md = style == Shown::kMarkdown;
+  if (d.is_string()) {
+    const std::string& text = d.get_ref<const std::string&>();
+    return !md ? text : text.empty() ? "none" : "`" + text + "`";
+  }
+  if (d.is_boolean()) return !md ? "" : d.get<bool>() ? "on" : "off";
+  if (d.is_array()) return !md ? "" : d.empty() ? "none" : "`" + d.dump() + "`";
+  if (!md && d.is_number_float() && d.get<double>() == static_cast<double>(d.get<int64_t>())) {
+    return std::to_string(d.get<int64_t>());
+  }
+  return d.dump();
+}
+
+std::string escapePipes(std::string text) {
+  for (size_t at = 0; (at = text.find('|', at)) != std::string::npos; at += 2) {
+    text.replace(at, 1, "\\|");
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string Setting::envName() const {
@@ -676,41 +704,27 @@ json configSchema() {
 }
 
 std::string settingsMarkdown() {
-  const Config defaults;
   std::string out = "| flag | config key, environment | default | meaning |\n|---|---|---|---|\n";
   for (const Setting& s : settingsTable()) {
     std::string flag = std::string("`") + s.flag;
     if (s.type != SettingType::kBool) flag += std::string(" ") + s.value_name;
     flag += "`";
     if (s.type == SettingType::kList) flag += " (repeatable)";
-    std::string shown;
-    if (s.shown_default != nullptr) {
-      shown = s.shown_default;
-    } else {
-      const json d = s.get(defaults);
-      if (d.is_string()) {
-        shown = d.get<std::string>().empty() ? "none" : "`" + d.get<std::string>() + "`";
-      } else if (d.is_boolean()) {
-        shown = d.get<bool>() ? "on" : "off";
-      } else if (d.is_array()) {
-        shown = d.empty() ? "none" : "`" + d.dump() + "`";
-      } else {
-        shown = d.dump();
-      }
-    }
-    std::string meaning = s.help;
-    size_t at = 0;
-    while ((at = meaning.find('|', at)) != std::string::npos) {
-      meaning.replace(at, 1, "\\|");
-      at += 2;
-    }
-    for (size_t i = 0; i < flag.size(); ++i) {
-      if (flag[i] == '|') flag.replace(i++, 1, "\\|");
-    }
-    out += "| " + flag + " | `" + s.key + "`, `" + s.envName() + "` | " + shown + " | " + meaning +
-           " |\n";
+    out += "| " + escapePipes(flag) + " | `" + s.key + "`, `" + s.envName() + "` | " +
+           shownDefault(s, Shown::kMarkdown) + " | " + escapePipes(s.help) + " |\n";
   }
   return out;
+}
+
+std::string flagHelp(const Setting& s) {
+  const std::string shown = shownDefault(s, Shown::kHelp);
+  std::string help = s.help;
+  if (!help.empty()) help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
+  // A help text that says its default itself is not told it again.
+  if (!shown.empty() && help.find("(default") == std::string::npos) {
+    help += " (default " + shown + ")";
+  }
+  return help + " [" + s.envName() + "]";
 }
 
 json describeSettings(const Config& config, const SettingOrigins& origins) {

@@ -62,6 +62,8 @@ Status checkSettingJson(const Setting& s, const nlohmann::json& value, const std
 nlohmann::json configSchema();
 // The README's table of settings (Markdown), made from the table.
 std::string settingsMarkdown();
+// The help line of a setting's flag: its meaning, default and variable.
+std::string flagHelp(const Setting& s);
 // Every setting's effective value and where it came from, as --print-config prints them.
 nlohmann::json describeSettings(const Config& config, const SettingOrigins& origins);
 

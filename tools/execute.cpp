@@ -52,7 +52,10 @@ Result<ToolOutput> runExecute(const json& args, ToolContext& ctx) {
     };
   }
   Executor* executor = ctx.backend.executor();
-  if (executor == nullptr) return unimplemented("this workspace runs no commands");
+  if (executor == nullptr) {  // the server does not offer the tool then; a direct caller learns why
+    return failedPrecondition("the " + std::string(ctx.backend.kind()) +
+                              " backend runs no commands");
+  }
   BYD_ASSIGN_OR_RETURN(ExecResult r, executor->execute(req, ctx.cancel));
   if (r.cancelled) return cancelled("cancelled");
 

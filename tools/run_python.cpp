@@ -45,7 +45,9 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
       std::min<int64_t>(argInt(args, "timeout_s", 30), ctx.limits.max_timeout_s));
   req.max_output = ctx.limits.max_output_bytes;
   Executor* executor = ctx.backend.executor();
-  if (executor == nullptr) return unimplemented("this workspace runs no Python");
+  if (executor == nullptr) {  // the server does not offer the tool then; a direct caller learns why
+    return failedPrecondition("the " + std::string(ctx.backend.kind()) + " backend runs no Python");
+  }
   BYD_ASSIGN_OR_RETURN(PythonResult r, executor->runPython(req, ctx.cancel));
   if (ctx.cancel.cancelled()) return cancelled("cancelled");
 

@@ -16,33 +16,23 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backends/docker/orphans.h"
-#include "backends/local/sandbox_seccomp.h"
+#include "backends/docker/docker_internal.h"
 #include "common/unique_fd.h"
 
 namespace byd {
-
-extern const char kPythonKernelSource[];
-extern const char kDockerRunnerSource[];
-extern const char kDockerConfineSource[];
-extern const unsigned char kDockerEnterBinary[];
-extern const size_t kDockerEnterBinary_size;
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using docker::CommandSpec;
+using docker::confined;
 using docker::ContainerRunner;
+using docker::enterPath;
+using docker::kKernelDir;
+using docker::kKernelPidFile;
+using docker::kRoot;
 
-constexpr const char* kKernelDir = "/opt/backyard";
-// Processes the server starts to run the code (the command runner, a kernel's launcher) start
-// as the container's root, which the code never is: it cannot signal or trace them.
-constexpr const char* kRoot = "0:0";
-// A kernel's pid, written by root in its container before any code runs there.
-constexpr const char* kKernelPidFile = "/tmp/.byd-kernel.pid";
-// Idle command containers kept beside the first, for commands that run at once.
-constexpr size_t kIdleExtraBoxes = 1;
 // What a command's wrapper writes to stderr before its exit status: a newline, a record
 // separator, a word. As printf text (\\n, \\036) and as the bytes it prints.
 constexpr const char* kExitMarker = "\\n\\036byd-exit ";
@@ -67,30 +57,6 @@ class AsUser {
  private:
   int old_uid_, old_gid_;
 };
-
-// The arguments after `python -I -S -u` that run `script` under the sandbox's seccomp filter
-// (confine.py): gVisor does not apply the engine's profile to what `docker exec` starts.
-std::vector<std::string> confined(const std::string& script) {
-  return {std::string(kKernelDir) + "/confine.py", std::string(kKernelDir) + "/seccomp.bpf",
-          script};
-}
-
-// byd-enter (enter.cpp), copied into each container: started as root, it becomes the code's user.
-std::string enterPath() { return std::string(kKernelDir) + "/byd-enter"; }
-
-std::string urlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
 // multiplexed output is split into two pipes by a thread of its own.
@@ -199,15 +165,6 @@ DockerBackend::~DockerBackend() {
   for (const std::string& box : boxes) removeContainer(box);
 }
 
-void DockerBackend::removeContainer(const std::string& container) {
-  auto removed = client_.request("DELETE", "/containers/" + container + "?force=true&v=true",
-                                 nullptr, std::chrono::seconds(30));
-  if (!removed.ok() && removed.status().code() != Code::kNotFound) {
-    spdlog::warn("docker: could not remove container {}: {}", container.substr(0, 12),
-                 removed.status().message());
-  }
-}
-
 Result<std::string> DockerBackend::normalize(std::string_view user_path) const {
   if (!user_path.empty() && user_path.front() == '/') {
     BYD_ASSIGN_OR_RETURN(std::string clean, lexicalNormalize(user_path));
@@ -253,284 +210,6 @@ Result<WriteOutcome> DockerBackend::write(const std::string& key, std::string_vi
                                           WriteMode mode) {
   AsUser as(uid_, gid_);
   return files_->write(key, data, mode);
-}
-
-Result<DockerBackend::Runtime> DockerBackend::resolveRuntime() const {
-  BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
-  const json runtimes = info.is_object() ? info.value("Runtimes", json::object()) : json::object();
-  const bool has_runsc = runtimes.is_object() && runtimes.contains("runsc");
-  if (options_.runtime == "runsc" && !has_runsc) {
-    return failedPrecondition(
-        "--runtime runsc: the Docker engine has no runtime named runsc; install gVisor (the "
-        "Debian package runsc) and register it in /etc/docker/daemon.json");
-  }
-  if (options_.runtime == "runc") return Runtime{"runc", ""};
-  if (has_runsc) return Runtime{"runsc", ""};
-  return Runtime{"runc",
-                 "gVisor (runsc) is not registered with the Docker engine: containers run "
-                 "under runc and share the host's kernel, so a kernel exploit inside one reaches "
-                 "the host"};
-}
-
-std::string DockerBackend::containerId() const {
-  std::lock_guard lock(mu_);
-  return container_;
-}
-
-Result<std::string> DockerBackend::createContainer(const std::string& runtime, Naming naming) {
-  const bool named = naming == Naming::kNamed;
-  auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
-  if (!image.ok()) {
-    if (image.status().code() == Code::kNotFound) {
-      return failedPrecondition(
-          "the image " + options_.image + " is not on this Docker engine: pull it (docker pull " +
-          options_.image +
-          "), or build a local one without a registry with "
-          "backends/docker/images/build-local.sh and pass --image backyard-mcp/python:bookworm");
-    }
-    return image.status();
-  }
-  // Once per server: containers that servers which ended (killed, crashed) left behind.
-  static std::once_flag swept;
-  std::call_once(swept, [this] { docker::removeOrphans(client_); });
-  json labels = {{"io.backyard-mcp", "session"}};
-  // A kept container names no server: it is meant to outlive this one.
-  if (const std::string owner = docker::ownerLabel();
-      !owner.empty() && (options_.container_name.empty() || !named)) {
-    labels[docker::kOwnerLabel] = owner;
-  }
-  const bool no_network = options_.network == "none";
-  json host = {
-      {"Mounts",
-       {{{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
-        // An anonymous volume for the kernel's source (the root filesystem is read-only and
-        // the archive API cannot write into a tmpfs); removed with the container.
-        {{"Type", "volume"}, {"Target", kKernelDir}}}},
-      {"NetworkMode", options_.network},
-      {"CapDrop", {"ALL"}},
-      // For the container's root alone, which runs the command runner and starts kernels: to
-      // become the user that runs the code, and to end its processes. The code holds none.
-      {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}},
-      // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
-      // in place of the engine's default profile.
-      {"SecurityOpt", {"no-new-privileges", "seccomp=" + containerSeccompProfile().dump()}},
-      {"ReadonlyRootfs", true},
-      {"Tmpfs", {{"/tmp", "rw,nosuid,nodev,size=256m"}}},
-      {"Memory", options_.memory_bytes},
-      {"MemorySwap", options_.memory_bytes},
-      {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
-      {"PidsLimit", options_.pids},
-      {"Init", true},
-      {"Runtime", runtime}};
-  json spec = {{"Image", options_.image},
-               {"Cmd", {"sleep", "infinity"}},
-               // The container's first processes are root's: the code cannot end them.
-               {"User", kRoot},
-               {"WorkingDir", "/workspace"},
-               {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
-               {"Labels", labels},
-               {"NetworkDisabled", no_network},
-               {"HostConfig", host}};
-  std::string path = "/containers/create";
-  if (named && !options_.container_name.empty()) {
-    path += "?name=" + urlEncode(options_.container_name);
-  }
-  BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", path, spec));
-  const std::string id = created.value("Id", "");
-  if (id.empty()) return internalError("the Docker engine created a container without an id");
-  // The kernel's and the runner's source, read-only for the container's user.
-  BYD_ASSIGN_OR_RETURN(std::vector<char> bpf, compileSeccompFilter());
-  BYD_ASSIGN_OR_RETURN(
-      std::string tar,
-      docker::makeTar(
-          {{"byd-enter",
-            std::string(reinterpret_cast<const char*>(kDockerEnterBinary), kDockerEnterBinary_size),
-            0755},
-           {"kernel.py", kPythonKernelSource, 0644},
-           {"runner.py", kDockerRunnerSource, 0644},
-           {"confine.py", kDockerConfineSource, 0644},
-           {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
-  BYD_ASSIGN_OR_RETURN(docker::Reply put,
-                       client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
-                                    "application/x-tar"));
-  if (put.status != 200) {
-    client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
-    return failedPrecondition(
-        "could not copy the Python kernel and the command runner into the "
-        "container (HTTP " +
-        std::to_string(put.status) + ")");
-  }
-  if (auto started = client_.request("POST", "/containers/" + id + "/start"); !started.ok()) {
-    client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
-    return started.status();
-  }
-  return id;
-}
-
-// Python sessions stay when their container goes: their kernels die with it, and each session
-// notices on its next call and starts afresh, saying so. (Dropping the sessions here could end
-// them on the very thread of a kernel being started, which would wait for itself.)
-void DockerBackend::forgetContainer(const std::string& container) {
-  {
-    std::lock_guard lock(mu_);
-    dropRunnersOf(container);
-    in_use_.erase(container);
-    if (container == container_) {
-      if (!options_.container_name.empty()) return;
-      container_.clear();
-    } else if (extras_.erase(container) == 0) {
-      return;
-    }
-  }
-  removeContainer(container);
-}
-
-void DockerBackend::dropRunnersOf(const std::string& container) {
-  std::erase_if(runners_, [&](const auto& r) { return r->container() == container; });
-}
-
-Result<std::string> DockerBackend::resolvedRuntime() {
-  {
-    std::lock_guard lock(mu_);
-    if (!runtime_.empty()) return runtime_;
-  }
-  BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
-  if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
-  std::lock_guard lock(mu_);
-  if (runtime_.empty()) runtime_ = runtime.name;
-  return runtime_;
-}
-
-Result<std::string> DockerBackend::ensureContainer() {
-  std::lock_guard lock(mu_);
-  if (!container_.empty()) {
-    auto state = client_.request("GET", "/containers/" + container_ + "/json");
-    if (state.ok() && (*state)["State"].value("Running", false)) return container_;
-    if (state.ok() && !options_.container_name.empty()) {
-      // A kept container that stopped (an engine restart): start it again.
-      BYD_RETURN_IF_ERROR(client_.request("POST", "/containers/" + container_ + "/start").status());
-      dropRunnersOf(container_);
-      return container_;
-    }
-    if (!state.ok() && state.status().code() != Code::kNotFound) return state.status();
-    spdlog::warn("docker: container {} is gone; starting a new one", container_.substr(0, 12));
-    if (state.ok())
-      client_.request("DELETE", "/containers/" + container_ + "?force=true&v=true").ok();
-    dropRunnersOf(container_);
-    in_use_.erase(container_);
-    container_.clear();
-  }
-  if (!options_.container_name.empty()) {
-    auto existing =
-        client_.request("GET", "/containers/" + urlEncode(options_.container_name) + "/json");
-    if (existing.ok()) {
-      container_ = existing->value("Id", "");
-      runtime_ = (*existing)["HostConfig"].value("Runtime", "runc");
-      if (!(*existing)["State"].value("Running", false)) {
-        BYD_RETURN_IF_ERROR(
-            client_.request("POST", "/containers/" + container_ + "/start").status());
-      }
-      spdlog::info("docker: reattached container {} ({})", options_.container_name, runtime_);
-      return container_;
-    }
-    if (existing.status().code() != Code::kNotFound) return existing.status();
-  }
-  BYD_ASSIGN_OR_RETURN(Runtime runtime, resolveRuntime());
-  if (!runtime.warning.empty()) spdlog::warn("docker: {}", runtime.warning);
-  BYD_ASSIGN_OR_RETURN(container_, createContainer(runtime.name, Naming::kNamed));
-  runtime_ = runtime.name;
-  spdlog::info("docker: container {} started ({}, {})", container_.substr(0, 12), options_.image,
-               runtime_);
-  return container_;
-}
-
-Result<std::string> DockerBackend::takeBox() {
-  BYD_ASSIGN_OR_RETURN(std::string first, ensureContainer());
-  {
-    std::lock_guard lock(mu_);
-    if (in_use_.insert(first).second) return first;
-    for (const std::string& box : extras_) {
-      if (in_use_.insert(box).second) return box;
-    }
-  }
-  // Every command container runs a command: one more, for this one alone.
-  BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
-  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, Naming::kUnnamed));
-  spdlog::info("docker: container {} started for commands that run at once", box.substr(0, 12));
-  std::lock_guard lock(mu_);
-  extras_.insert(box);
-  in_use_.insert(box);
-  return box;
-}
-
-void DockerBackend::releaseBox(const std::string& container) {
-  {
-    std::lock_guard lock(mu_);
-    in_use_.erase(container);
-    if (container == container_ || !extras_.count(container)) return;
-    size_t idle = 0;
-    for (const std::string& box : extras_) idle += in_use_.count(box) == 0 ? 1 : 0;
-    if (idle <= kIdleExtraBoxes) return;
-    extras_.erase(container);
-    dropRunnersOf(container);
-  }
-  removeContainer(container);
-}
-
-Result<int> DockerBackend::shell(const std::string& container, const std::string& script,
-                                 const std::string& user) {
-  BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
-                                                  {{"Cmd", {"/bin/sh", "-c", script}},
-                                                   {"User", user},
-                                                   {"WorkingDir", "/"},
-                                                   {"AttachStdout", true},
-                                                   {"AttachStderr", true}}));
-  const std::string id = made.value("Id", "");
-  BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(id));
-  char buf[4096];
-  const auto until = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < until) {  // to its end, which closes the stream
-    pollfd p = {conn->fd(), POLLIN, 0};
-    if (poll(&p, 1, 100) > 0 && ::read(conn->fd(), buf, sizeof buf) <= 0) break;
-  }
-  BYD_ASSIGN_OR_RETURN(json inspect, client_.request("GET", "/exec/" + id + "/json"));
-  if (inspect.value("Running", false) || !inspect["ExitCode"].is_number_integer()) {
-    return Status(Code::kDeadlineExceeded, "a shell in the container did not finish");
-  }
-  return inspect["ExitCode"].get<int>();
-}
-
-void DockerBackend::endAll(const std::string& container) {
-  // A shell of the code's user signals every process of that user but itself (kill -1): in a
-  // command container, all that the command started, wherever it went. Again and again while
-  // there are any (a fork bomb forks while it dies). Only shell builtins: where processes are
-  // exhausted, one shell is all the kill costs.
-  const std::string kill =
-      "i=0; while [ $i -lt 200 ] && kill -9 -1 2>/dev/null; do i=$((i+1)); done; exit 0";
-  const std::string check = "kill -0 -1 2>/dev/null && exit 1; exit 0";
-  // A shell that cannot be asked for (the engine is unreachable, the container is gone) says
-  // nothing of the processes: a restart could not help. One that did not finish, or processes
-  // that outlive the rounds, mean the container has no room left for the kill.
-  auto stuck = [](const Status& s) { return s.code() == Code::kDeadlineExceeded; };
-  for (int round = 0; round < 3; ++round) {
-    if (Status s = shell(container, kill, options_.user).status(); !s.ok()) {
-      if (!stuck(s)) return;
-      break;
-    }
-    auto left = shell(container, check, options_.user);
-    if (!left.ok()) {
-      if (!stuck(left.status())) return;
-      break;
-    }
-    if (*left == 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  // Restarting ends every process in it. The workspace stays; /tmp does not.
-  spdlog::warn("docker: could not end a command's processes in container {}; restarting it",
-               container.substr(0, 12));
-  client_.request("POST", "/containers/" + container + "/restart?t=0").ok();
-  std::lock_guard lock(mu_);
-  dropRunnersOf(container);
 }
 
 Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,

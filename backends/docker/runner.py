@@ -142,6 +142,15 @@ def _descendants():
     return found
 
 
+def _kill_each(pids):
+    """SIGKILLs each of `pids` that is still there."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _uid_of(pid):
     """The real uid of process `pid`, or None once it is gone."""
     try:
@@ -165,11 +174,7 @@ def _sweep(uid):
         _reap()
         if not found or time.monotonic() >= deadline:
             return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _kill_each(found)
         time.sleep(0.001)
 
 
@@ -177,11 +182,7 @@ def _kill_command(proc):
     """Ends a command that is still running: first its whole tree while the parent links still
     hold it together (a member that left the group is found there), then its group, then what
     became our orphans."""
-    for pid in _descendants():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    _kill_each(_descendants())
     _kill_group(proc.pid, proc)
     _end_tree()
     _sweep(_USER[0] if _USER else None)
@@ -195,11 +196,7 @@ def _end_tree():
         kids = _children()
         if not kids or time.monotonic() >= deadline:
             return
-        for pid in kids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _kill_each(kids)
         time.sleep(0.001)  # for them to die; their own children come to us next round
 
 
