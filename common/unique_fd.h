@@ -2,6 +2,7 @@
 // UniqueFd: owns a file descriptor and closes it on destruction, so that no early return leaks
 // one. The project's descriptors are held in it everywhere but between fork and exec.
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace byd {
@@ -37,5 +38,18 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// A pipe's two ends.
+struct PipeFds {
+  UniqueFd read, write;
+};
+// pipe2(2) with `flags` (close-on-exec by default); false, with errno, when it fails.
+inline bool makePipe(PipeFds& p, int flags = O_CLOEXEC) {
+  int fds[2];
+  if (pipe2(fds, flags) != 0) return false;
+  p.read.reset(fds[0]);
+  p.write.reset(fds[1]);
+  return true;
+}
 
 }  // namespace byd

@@ -34,14 +34,14 @@ class SandboxKernel : public KernelProcess {
  public:
   explicit SandboxKernel(Sandbox::Launched launched) : proc_(std::move(launched)) {}
   ~SandboxKernel() override { kill(); }
-  int stdinFd() const override { return proc_.stdin_w; }
-  int stdoutFd() const override { return proc_.stdout_r; }
-  int stderrFd() const override { return proc_.stderr_r; }
+  int stdinFd() const override { return proc_.stdin_w.get(); }
+  int stdoutFd() const override { return proc_.stdout_r.get(); }
+  int stderrFd() const override { return proc_.stderr_r.get(); }
   void interrupt() override {
-    if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGINT);
+    if (proc_.pidfd.valid()) Sandbox::signal(proc_, SIGINT);
   }
   void kill() override {
-    if (proc_.pidfd >= 0) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
+    if (proc_.pidfd.valid()) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
     proc_.close();
   }
 
@@ -58,15 +58,15 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
     return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
   }
   // The kernel's source goes in as descriptor 3, which the interpreter reads as its script.
-  const int source = memfd_create("byd-kernel", MFD_CLOEXEC);
-  if (source < 0) return internalError("cannot prepare a kernel");
-  writeAll(source, kPythonKernelSource, strlen(kPythonKernelSource));
+  UniqueFd source(memfd_create("byd-kernel", MFD_CLOEXEC));
+  if (!source.valid()) return internalError("cannot prepare a kernel");
+  writeAll(source.get(), kPythonKernelSource, strlen(kPythonKernelSource));
   RunRequest request;
   request.argv = {python, "-I", "-S", "-u", kKernelPath};
   request.cwd = cwd;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
-  auto launched = sandbox.launch(request, {source}, /*own_cgroup=*/true);
-  close(source);
+  auto launched = sandbox.launch(request, {source.get()}, /*own_cgroup=*/true);
+  source.reset();  // the kernel holds its own copy
   if (!launched.ok()) return launched.status();
   return attach(std::make_unique<SandboxKernel>(std::move(*launched)));
 }

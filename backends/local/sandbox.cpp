@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/local/sandbox_cgroup.h"
+#include "common/supervisor.h"
 
 namespace byd {
 namespace {
@@ -32,11 +33,6 @@ namespace {
 bool isSymlink(const char* path) {
   struct stat st;
   return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
-}
-
-double msSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
 }
 
 }  // namespace
@@ -73,10 +69,7 @@ bool writeNoSigpipe(int fd, std::string_view data) {
 Sandbox::Sandbox(std::vector<std::string> writable, SandboxOptions options)
     : writable_(std::move(writable)), options_(std::move(options)) {}
 
-Sandbox::~Sandbox() {
-  helper_.reset();
-  if (exe_fd_ >= 0) close(exe_fd_);
-}
+Sandbox::~Sandbox() { helper_.reset(); }
 
 Result<std::unique_ptr<Sandbox>> Sandbox::create(std::vector<std::string> writable,
                                                  SandboxOptions options) {
@@ -93,8 +86,9 @@ Status Sandbox::prepare() {
                                 ") is not installed; install the bubblewrap package, or start "
                                 "with --sandbox none to run commands without isolation");
     }
-    exe_fd_ = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    if (exe_fd_ < 0) return internalError("cannot open this program to run its sandbox helper");
+    exe_fd_.reset(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+    if (!exe_fd_.valid())
+      return internalError("cannot open this program to run its sandbox helper");
     if (!without("uid")) {
       BYD_ASSIGN_OR_RETURN(identity_, SandboxIdentity::create(options_.user, writable_));
     }
@@ -177,8 +171,8 @@ std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
       made.push_back(std::move(dir));
     }
   }
-  a.insert(a.end(), {"--ro-bind", "/proc/self/fd/" + std::to_string(exe_fd_), zygote::kHelperPath,
-                     "--ro-bind", "/usr", "/usr"});
+  a.insert(a.end(), {"--ro-bind", "/proc/self/fd/" + std::to_string(exe_fd_.get()),
+                     zygote::kHelperPath, "--ro-bind", "/usr", "/usr"});
   // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     char target[256];
@@ -275,103 +269,73 @@ void toCStrings(std::vector<std::string>& storage, std::vector<char*>& out) {
   out.push_back(nullptr);
 }
 
-// Reads what is available from `fd` into `sink` (up to `cap` kept), tracking the tail.
-bool pump(int fd, std::string& sink, size_t cap, bool& truncated, std::string& tail) {
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      const size_t keep = sink.size() < cap ? std::min<size_t>(n, cap - sink.size()) : 0;
-      sink.append(buf, keep);
-      truncated |= keep < static_cast<size_t>(n);
-      tail.append(buf, n);
-      if (tail.size() > 8192) tail.erase(0, tail.size() - 4096);
-      continue;
-    }
-    if (n == 0) return false;  // EOF
-    return errno == EAGAIN || errno == EINTR;
-  }
-}
-
-std::string lastLine(const std::string& tail) {
-  const size_t end = tail.rfind('\n');
-  if (end == std::string::npos) return "";
-  const size_t begin = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
-  return tail.substr(begin == std::string::npos ? 0 : begin + 1,
-                     end - (begin == std::string::npos ? 0 : begin + 1));
-}
-
 }  // namespace
 
 namespace {
 
-// How supervise() watches and stops one process tree.
-struct Watched {
-  int fd = -1;  // readable when the tree may have ended
+constexpr auto kGrace = std::chrono::milliseconds(500);
+
+// How a process tree is watched and stopped.
+struct Tree {
+  int ended_fd = -1;  // readable when it may have ended
   // True, with the wait status, once it has ended; `note` is added to stderr.
   std::function<bool(int& status, std::string& note)> ended;
   std::function<void(int sig)> signal;  // SIGTERM or SIGKILL, to the whole tree
-  std::function<void()> finish;         // kills what is left and releases the handles
 };
 
-// Feeds stdin, drains stdout and stderr to the end, enforces the deadline and cancellation
-// (SIGTERM, then SIGKILL after a grace period), and reports progress. Closes the three
-// descriptors.
-RunResult supervise(const Watched& w, int stdin_w, int out_r, int err_r, const RunRequest& request,
-                    const CancelToken& cancel, std::chrono::steady_clock::time_point start) {
-  using Clock = std::chrono::steady_clock;
-  constexpr auto kGrace = std::chrono::milliseconds(500);
-  RunResult r;
-  for (int fd : {stdin_w, out_r, err_r}) fcntl(fd, F_SETFL, O_NONBLOCK);
-  bool out_open = true, err_open = true, exited = false, in_open = !request.stdin_data.empty();
-  if (!in_open) close(stdin_w);
-  size_t in_off = 0;
+// Runs the supervisor over a process tree: feeds its stdin, reads its output to the end (or
+// for a grace period after the tree has ended: without a pid namespace, under --sandbox none, a
+// background child may hold a pipe), and on the deadline or a cancel sends SIGTERM, then SIGKILL
+// each grace period until it has ended. The caller kills what is left.
+RunResult supervise(const Tree& tree, UniqueFd stdin_w, UniqueFd out_r, UniqueFd err_r,
+                    const RunRequest& request, const CancelToken& cancel,
+                    std::chrono::steady_clock::time_point start) {
+  bool exited = false;
   int status = 0;
-  std::string tail;
-  const auto deadline = start + request.timeout;
-  auto kill_at = Clock::time_point::max(), drain_until = Clock::time_point::max();
-  auto next_progress = start + std::chrono::seconds(1);
-  while (out_open || err_open || !exited) {
-    const auto now = Clock::now();
-    if (!exited && kill_at == Clock::time_point::max() && (now >= deadline || cancel.cancelled())) {
-      (now >= deadline ? r.timed_out : r.cancelled) = true;
-      w.signal(SIGTERM);
-      kill_at = now + kGrace;
-    }
-    if (!exited && now >= kill_at) w.signal(SIGKILL);
-    // Without a pid namespace (--sandbox none) a background child may hold the pipes open.
-    if (exited && drain_until == Clock::time_point::max()) drain_until = now + kGrace;
-    if (exited && now >= drain_until) break;
-    if (request.on_progress && now >= next_progress) {
-      request.on_progress(lastLine(tail));
-      next_progress = now + std::chrono::seconds(1);
-    }
-    pollfd fds[4] = {{out_open ? out_r : -1, POLLIN, 0},
-                     {err_open ? err_r : -1, POLLIN, 0},
-                     {in_open ? stdin_w : -1, POLLOUT, 0},
-                     {exited ? -1 : w.fd, POLLIN, 0}};
-    poll(fds, 4, 50);
-    if (out_open && fds[0].revents)
-      out_open = pump(out_r, r.stdout_data, request.max_output, r.stdout_truncated, tail);
-    if (err_open && fds[1].revents)
-      err_open = pump(err_r, r.stderr_data, request.max_output, r.stderr_truncated, tail);
-    if (in_open && fds[2].revents) {
-      const ssize_t n =
-          writeSomeNoSigpipe(stdin_w, std::string_view(request.stdin_data).substr(in_off));
-      if (n > 0) in_off += n;
-      if ((n < 0 && errno != EAGAIN) || in_off == request.stdin_data.size()) {
-        close(stdin_w);
-        in_open = false;
-      }
-    }
-    if (!exited && (fds[3].revents || w.fd < 0) && w.ended(status, r.stderr_data)) exited = true;
+  SupervisorOptions o;
+  o.start = start;
+  o.timeout = request.timeout;
+  o.max_output = request.max_output;
+  o.cancel = &cancel;
+  o.on_progress = request.on_progress;
+  o.grace = kGrace;
+  o.stop = [&](int step) {
+    if (!exited) tree.signal(step == 1 ? SIGTERM : SIGKILL);
+    return true;
+  };
+  Supervisor sup(std::move(o));
+  for (const UniqueFd* fd : {&stdin_w, &out_r, &err_r}) fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+  std::string_view unsent = request.stdin_data;
+  if (unsent.empty()) {
+    stdin_w.reset();
+  } else {
+    sup.watch(stdin_w.get(), POLLOUT, [&](short) -> short {
+      const ssize_t n = writeSomeNoSigpipe(stdin_w.get(), unsent);
+      if (n > 0) unsent.remove_prefix(n);
+      if ((n >= 0 || errno == EAGAIN) && !unsent.empty()) return POLLOUT;
+      stdin_w.reset();  // all of it written, or the command stopped reading
+      return 0;
+    });
   }
-  if (in_open) close(stdin_w);
-  close(out_r);  // at end of file or not, the read ends are ours to close
-  close(err_r);
-  w.finish();
+  sup.watch(out_r.get(), POLLIN, [&](short) { return sup.readInto(out_r.get(), false); });
+  sup.watch(err_r.get(), POLLIN, [&](short) { return sup.readInto(err_r.get(), true); });
+  sup.watch(tree.ended_fd, POLLIN, [&](short) -> short {
+    if (!tree.ended(status, sup.captured().err)) return POLLIN;
+    exited = true;
+    sup.finishBy(std::chrono::steady_clock::now() + kGrace);
+    return 0;
+  });
+  sup.run();
+  Captured& c = sup.captured();
+  RunResult r;
+  r.stdout_data = std::move(c.out);
+  r.stderr_data = std::move(c.err);
+  r.stdout_truncated = c.out_truncated;
+  r.stderr_truncated = c.err_truncated;
+  r.timed_out = c.timed_out;
+  r.cancelled = c.cancelled;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.duration_ms = msSince(start);
+  r.duration_ms = sup.elapsedMs();
   return r;
 }
 
@@ -392,11 +356,12 @@ std::vector<std::pair<int, rlim_t>> Sandbox::rlimits() const {
 
 Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::vector<int>& inherit,
                                         bool stdin_pipe) const {
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+  PipeFds in, out, err;
+  if ((stdin_pipe ? !makePipe(in)
+                  : (in.read.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)), !in.read.valid())) ||
+      !makePipe(out) || !makePipe(err)) {
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
   }
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   Started started;
   started.cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
 
@@ -405,22 +370,17 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
   s.env_storage = request.env;
   toCStrings(s.argv_storage, s.argv);
   toCStrings(s.env_storage, s.envp);
-  s.stdin_fd = stdin_pipe ? in[0] : devnull;
-  s.stdout_fd = out[1];
-  s.stderr_fd = err[1];
+  s.stdin_fd = in.read.get();
+  s.stdout_fd = out.write.get();
+  s.stderr_fd = err.write.get();
   s.cgroup_fds = &started.cgroup.procsFds();
   s.inherit = inherit;
   if (!options_.isolate) s.rlimits = rlimits();  // the helper sets them for each command
   std::vector<SandboxIdentity::Mount> id_mounts;
   if (options_.isolate && identity_.changesUid()) {
-    auto made = identity_.makeMounts();
-    if (!made.ok()) {
-      for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], devnull}) close(fd);
-      return made.status();
-    }
-    id_mounts = std::move(*made);
+    BYD_ASSIGN_OR_RETURN(id_mounts, identity_.makeMounts());
     s.userns_fd = identity_.userNamespace();
-    for (const auto& m : id_mounts) s.id_mounts.emplace_back(m.dir.c_str(), m.fd);
+    for (const auto& m : id_mounts) s.id_mounts.emplace_back(m.dir.c_str(), m.fd.get());
   } else if (options_.isolate) {
     s.own_user_ns = true;
     s.uid_map = "0 " + std::to_string(geteuid()) + " 1";
@@ -430,16 +390,11 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
 
   const pid_t pid = fork();
   if (pid == 0) childMain(s);
-  for (int fd : {in[0], out[1], err[1], devnull}) close(fd);
-  for (const auto& m : id_mounts) close(m.fd);
-  if (pid < 0) {
-    for (int fd : {in[1], out[0], err[0]}) close(fd);
-    return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
-  }
+  if (pid < 0) return resourceExhausted("cannot start a process: " + std::string(strerror(errno)));
   started.pid = pid;
-  started.stdin_w = in[1];
-  started.stdout_r = out[0];
-  started.stderr_r = err[0];
+  started.stdin_w = std::move(in.write);
+  started.stdout_r = std::move(out.read);
+  started.stderr_r = std::move(err.read);
   return started;
 }
 
@@ -450,17 +405,17 @@ Result<RunResult> Sandbox::run(const RunRequest& request, const CancelToken& can
 
 Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
                                         const CancelToken& cancel) const {
+  const auto start_time = std::chrono::steady_clock::now();
   if (options_.isolate) {
-    const auto start_time = std::chrono::steady_clock::now();
     BYD_ASSIGN_OR_RETURN(Launched p, launchUnchecked(request, {}, !request.stdin_data.empty(),
                                                      /*own_cgroup=*/false));
-    Watched w;
-    w.fd = p.sock;
-    w.ended = [&p](int& status, std::string& note) {
+    Tree tree;
+    tree.ended_fd = p.sock.get();
+    tree.ended = [&p](int& status, std::string& note) {
       std::string payload;
       std::vector<int> fds;
-      const ssize_t n = zygote::receiveMessage(p.sock, payload, fds);
-      for (int fd : fds) close(fd);
+      const ssize_t n = zygote::receiveMessage(p.sock.get(), payload, fds);
+      for (int fd : fds) ::close(fd);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
       if (n > 0 && payload[0] == zygote::kStatus && payload.size() == 1 + sizeof(int)) {
         memcpy(&status, payload.data() + 1, sizeof(int));
@@ -472,35 +427,37 @@ Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
       }
       return true;
     };
-    w.signal = [&p](int sig) { signal(p, sig); };
-    w.finish = [&p] {
-      signal(p, SIGKILL);
-      ::close(p.pidfd);
-      ::close(p.sock);
-    };
-    return supervise(w, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, start_time);
+    tree.signal = [&p](int sig) { signal(p, sig); };
+    RunResult r = supervise(tree, std::move(p.stdin_w), std::move(p.stdout_r),
+                            std::move(p.stderr_r), request, cancel, start_time);
+    signal(p, SIGKILL);  // what is left of its namespace
+    return r;
   }
   // --sandbox none: a plain process in its own session, stopped through its process group.
-  const auto start_time = std::chrono::steady_clock::now();
   BYD_ASSIGN_OR_RETURN(Started p, spawn(request, {}, !request.stdin_data.empty()));
   const pid_t pid = p.pid;
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  Watched w;
-  w.fd = pidfd;
-  w.ended = [pid](int& status, std::string&) { return waitpid(pid, &status, WNOHANG) == pid; };
-  w.signal = [&](int sig) {
-    kill(pid, sig);
-    if (sig == SIGKILL) {
-      kill(-pid, SIGKILL);
-      p.cgroup.killAll();
-    }
-  };
-  w.finish = [&] {
-    if (pidfd >= 0) close(pidfd);
-    kill(-pid, SIGKILL);  // anything left of its session
+  const UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  auto kill_all = [&p, pid] {
+    kill(-pid, SIGKILL);
     p.cgroup.killAll();
   };
-  return supervise(w, p.stdin_w, p.stdout_r, p.stderr_r, request, cancel, start_time);
+  if (!pidfd.valid()) {
+    kill_all();
+    waitpid(pid, nullptr, 0);
+    return resourceExhausted(
+        "cannot watch the command (pidfd_open: " + std::string(strerror(errno)) + ")");
+  }
+  Tree tree;
+  tree.ended_fd = pidfd.get();
+  tree.ended = [pid](int& status, std::string&) { return waitpid(pid, &status, WNOHANG) == pid; };
+  tree.signal = [&](int sig) {
+    kill(pid, sig);
+    if (sig == SIGKILL) kill_all();
+  };
+  RunResult r = supervise(tree, std::move(p.stdin_w), std::move(p.stdout_r), std::move(p.stderr_r),
+                          request, cancel, start_time);
+  kill_all();  // anything left of its session
+  return r;
 }
 
 Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
@@ -511,24 +468,20 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return resourceExhausted("cannot create a socket: " + std::string(strerror(errno)));
   }
+  UniqueFd control(sv[0]), helper_end(sv[1]);
   RunRequest request;
   // Its options: how commands drop the server's identity, and the layers a test left out.
   std::string helper_options = identity_.changesUid() ? "setuid" : "userns";
   for (const std::string& layer : options_.without) helper_options += ",no-" + layer;
-  request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(sv[1]), helper_options};
+  request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(helper_end.get()),
+                  helper_options};
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
   request.cwd = "/";
   request.env = {"PATH=/usr/bin:/bin"};
-  auto started = spawn(request, {sv[1], exe_fd_}, /*stdin_pipe=*/false);
-  close(sv[1]);
-  if (!started.ok()) {
-    close(sv[0]);
-    return started.status();
-  }
-  close(started->stdin_w);
-  close(started->stdout_r);
-  helper_ = std::make_shared<ZygoteClient>(started->pid, sv[0], started->stderr_r,
-                                           std::move(started->cgroup));
+  BYD_ASSIGN_OR_RETURN(Started started,
+                       spawn(request, {helper_end.get(), exe_fd_.get()}, /*stdin_pipe=*/false));
+  helper_ = std::make_shared<ZygoteClient>(started.pid, std::move(control),
+                                           std::move(started.stderr_r), std::move(started.cgroup));
   return helper_;
 }
 
@@ -554,12 +507,13 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                          {"rlimits", rlimits()},
                          {"cgroups", cgroup.procsFds().size()}};
   const std::string spec_text = spec.dump();
-  int in[2] = {-1, -1}, out[2], err[2];
-  if ((stdin_pipe ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0 ||
-      pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+  PipeFds in, out, err;
+  if ((stdin_pipe ? !makePipe(in)
+                  : (in.read.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)), !in.read.valid())) ||
+      !makePipe(out) || !makePipe(err)) {
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
   }
-  std::vector<int> fds = {in[0], out[1], err[1]};
+  std::vector<int> fds = {in.read.get(), out.write.get(), err.write.get()};
   fds.insert(fds.end(), extra_fds.begin(), extra_fds.end());
   fds.insert(fds.end(), cgroup.procsFds().begin(), cgroup.procsFds().end());
   Result<ZygoteClient::Run> run = internalError("no sandbox helper");
@@ -574,25 +528,23 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
     if (run.ok() || !lost) break;
     spdlog::warn("sandbox: {}; starting a new one", run.status().message());
   }
-  for (int fd : {in[0], out[1], err[1]}) ::close(fd);
-  if (!run.ok()) {
-    for (int fd : {in[1], out[0], err[0]}) {
-      if (fd >= 0) ::close(fd);
-    }
-    return run.status();
-  }
-  return Launched{run->pidfd, run->sock, in[1], out[0], err[0], std::move(cgroup)};
+  if (!run.ok()) return run.status();
+  Launched launched;
+  launched.pidfd = std::move(run->pidfd);
+  launched.sock = std::move(run->sock);
+  launched.stdin_w = std::move(in.write);
+  launched.stdout_r = std::move(out.read);
+  launched.stderr_r = std::move(err.read);
+  launched.cgroup = std::move(cgroup);
+  return launched;
 }
 
 void Sandbox::signal(const Launched& process, int sig) {
-  syscall(SYS_pidfd_send_signal, process.pidfd, sig, nullptr, 0);
+  syscall(SYS_pidfd_send_signal, process.pidfd.get(), sig, nullptr, 0);
 }
 
 void Sandbox::Launched::close() {
-  for (int* fd : {&pidfd, &sock, &stdin_w, &stdout_r, &stderr_r}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
+  for (UniqueFd* fd : {&pidfd, &sock, &stdin_w, &stdout_r, &stderr_r}) fd->reset();
   cgroup.reset();
 }
 

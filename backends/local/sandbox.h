@@ -25,6 +25,7 @@
 #include "backends/local/sandbox_zygote.h"
 #include "common/cancel.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 
@@ -86,11 +87,11 @@ class Sandbox {
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
   // A long-lived process in the sandbox (a Python kernel), with pipes for its standard
-  // streams. The caller owns the descriptors (close() releases them, and its cgroups).
+  // streams. close() releases the descriptors and its cgroups.
   struct Launched {
-    int pidfd = -1;  // its namespace's init: see signal()
-    int sock = -1;   // readable once it has ended
-    int stdin_w = -1, stdout_r = -1, stderr_r = -1;
+    UniqueFd pidfd;  // its namespace's init: see signal()
+    UniqueFd sock;   // readable once it has ended
+    UniqueFd stdin_w, stdout_r, stderr_r;
     CgroupRun cgroup;  // groups of its own, when launched with them
     void close();
   };
@@ -109,7 +110,7 @@ class Sandbox {
   // A process started with fork and exec, with its pipes.
   struct Started {
     pid_t pid = -1;
-    int stdin_w = -1, stdout_r = -1, stderr_r = -1;
+    UniqueFd stdin_w, stdout_r, stderr_r;
     CgroupRun cgroup;
   };
   // Isolated: the helper (request.argv is its command line) in bubblewrap. Otherwise the
@@ -132,7 +133,7 @@ class Sandbox {
 
   SandboxIdentity identity_;            // who commands are on the host
   std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
-  int exe_fd_ = -1;                     // this binary, bound into the sandbox as the helper
+  UniqueFd exe_fd_;                     // this binary, bound into the sandbox as the helper
   mutable std::mutex helper_mu_;
   mutable std::shared_ptr<ZygoteClient> helper_;
   mutable std::once_flag verified_once_;

@@ -121,9 +121,9 @@ std::unique_ptr<CgroupSet> CgroupSet::create(const SandboxLimits& limits) {
 }
 
 CgroupSet::~CgroupSet() {
-  for (CgroupSlot& slot : all_) {
-    for (int fd : slot.procs_fds) close(fd);
-    for (const std::string& dir : slot.dirs) {
+  for (Made& made : all_) {
+    made.procs_fds.clear();
+    for (const std::string& dir : made.dirs) {
       for (int attempt = 0; attempt < 100 && rmdir(dir.c_str()) != 0 && errno == EBUSY; ++attempt) {
         for (pid_t pid : procsOf(dir)) kill(pid, SIGKILL);
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -148,22 +148,28 @@ std::string CgroupSet::describe() const {
 
 CgroupSlot CgroupSet::makeSlot() const {
   CgroupSlot slot;
+  Made made;
   const std::string name = "/run-" + std::to_string(next_++);
   auto add = [&](const std::string& parent, const std::string& file, uint64_t value) {
     if (parent.empty()) return;
     const std::string dir = parent + name;
     if (mkdir(dir.c_str(), 0755) != 0) return;
-    const int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || !writeFile(dir + "/" + file, std::to_string(value))) {
-      if (fd >= 0) close(fd);
+    UniqueFd fd(open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid() || !writeFile(dir + "/" + file, std::to_string(value))) {
       rmdir(dir.c_str());
       return;
     }
     slot.dirs.push_back(dir);
-    slot.procs_fds.push_back(fd);
+    slot.procs_fds.push_back(fd.get());
+    made.dirs.push_back(dir);
+    made.procs_fds.push_back(std::move(fd));
   };
   add(pids_parent_, "pids.max", pids_max_);
   add(memory_parent_, "memory.limit_in_bytes", memory_max_);
+  if (!made.dirs.empty()) {
+    std::lock_guard lock(mu_);
+    all_.push_back(std::move(made));
+  }
   return slot;
 }
 
@@ -182,10 +188,6 @@ CgroupRun CgroupSet::start() const {
   }
   CgroupSlot slot = makeSlot();
   if (slot.dirs.empty()) return CgroupRun();
-  {
-    std::lock_guard lock(mu_);
-    all_.push_back(CgroupSlot{slot.dirs, slot.procs_fds});
-  }
   return CgroupRun(this, std::move(slot));
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 
@@ -21,7 +22,7 @@ class CgroupSet;
 // The groups of one run (a pids group and a memory group, either may be missing).
 struct CgroupSlot {
   std::vector<std::string> dirs;
-  std::vector<int> procs_fds;  // open cgroup.procs files, one per dir
+  std::vector<int> procs_fds;  // open cgroup.procs files, one per dir; the set owns them
 };
 
 // One run's groups. The child joins them by writing "0" into the open cgroup.procs files
@@ -66,7 +67,11 @@ class CgroupSet {
   mutable std::atomic<uint64_t> next_{0};
   mutable std::mutex mu_;
   mutable std::vector<CgroupSlot> free_;  // emptied groups, ready for the next run
-  mutable std::vector<CgroupSlot> all_;   // every group made, removed at destruction
+  struct Made {
+    std::vector<std::string> dirs;
+    std::vector<UniqueFd> procs_fds;
+  };
+  mutable std::vector<Made> all_;  // every group made, removed at destruction
 };
 
 }  // namespace byd

@@ -32,24 +32,24 @@ int holdNamespace(void*) {
 // A user namespace with the given maps, held by a descriptor. Only a process with CAP_SETUID
 // and CAP_SETGID outside may write maps of more than its own ids, so the namespace is made
 // by a child and mapped from here.
-Result<int> makeUserNamespace(const std::string& uid_map, const std::string& gid_map) {
+Result<UniqueFd> makeUserNamespace(const std::string& uid_map, const std::string& gid_map) {
   std::vector<char> stack(16 * 1024);
   const pid_t pid =
       clone(holdNamespace, stack.data() + stack.size(), CLONE_NEWUSER | SIGCHLD, nullptr);
   if (pid < 0) return failedPrecondition("cannot create a user namespace: " + errnoText());
   const std::string proc = "/proc/" + std::to_string(pid);
-  int fd = -1;
+  UniqueFd fd;
   std::string error;
   if (!zygote::writeSmallFile((proc + "/uid_map").c_str(), uid_map) ||
       !zygote::writeSmallFile((proc + "/gid_map").c_str(), gid_map)) {
     error = "cannot map a user namespace: " + errnoText();
-  } else if ((fd = open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
+  } else if (fd.reset(open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC)); !fd.valid()) {
     error = "cannot hold a user namespace: " + errnoText();
   }
   kill(pid, SIGKILL);
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-  if (fd < 0) return failedPrecondition(error);
+  if (!fd.valid()) return failedPrecondition(error);
   return fd;
 }
 
@@ -76,30 +76,6 @@ Result<std::pair<uid_t, gid_t>> resolveSandboxUser(const std::string& user) {
                            ": sandboxed commands never run as root; name an unprivileged user");
   }
   return ids;
-}
-
-SandboxIdentity::SandboxIdentity(SandboxIdentity&& other) noexcept { *this = std::move(other); }
-
-SandboxIdentity& SandboxIdentity::operator=(SandboxIdentity&& other) noexcept {
-  if (this != &other) {
-    release();
-    uid_ = other.uid_;
-    gid_ = other.gid_;
-    userns_fd_ = std::exchange(other.userns_fd_, -1);
-    idmaps_ = std::move(other.idmaps_);
-    other.idmaps_.clear();
-    description_ = std::move(other.description_);
-  }
-  return *this;
-}
-
-SandboxIdentity::~SandboxIdentity() { release(); }
-
-void SandboxIdentity::release() {
-  if (userns_fd_ >= 0) close(userns_fd_);
-  userns_fd_ = -1;
-  for (Idmap& m : idmaps_) close(m.userns_fd);
-  idmaps_.clear();
 }
 
 Result<SandboxIdentity> SandboxIdentity::create(const std::string& user,
@@ -154,32 +130,30 @@ Result<SandboxIdentity> SandboxIdentity::create(const std::string& user,
         makeUserNamespace(std::to_string(st.st_uid) + " " + std::to_string(id.uid_) + " 1",
                           std::to_string(st.st_gid) + " " + std::to_string(id.gid_) + " 1");
     if (!idmap.ok()) return idmap.status();
-    id.idmaps_.push_back({dir, *idmap});
+    id.idmaps_.push_back({dir, std::move(*idmap)});
     id.description_ += ", " + dir + " idmapped from uid " + std::to_string(st.st_uid);
   }
   // A filesystem without idmapped mounts is found now, not at the first command.
-  BYD_ASSIGN_OR_RETURN(std::vector<Mount> probe, id.makeMounts());
-  for (Mount& m : probe) close(m.fd);
+  BYD_RETURN_IF_ERROR(id.makeMounts().status());
   return id;
 }
 
 Result<std::vector<SandboxIdentity::Mount>> SandboxIdentity::makeMounts() const {
   std::vector<Mount> mounts;
   for (const Idmap& m : idmaps_) {
-    const int fd = static_cast<int>(
-        syscall(SYS_open_tree, AT_FDCWD, m.dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    UniqueFd fd(static_cast<int>(
+        syscall(SYS_open_tree, AT_FDCWD, m.dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-    attr.userns_fd = static_cast<uint64_t>(m.userns_fd);
-    if (fd < 0 || syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+    attr.userns_fd = static_cast<uint64_t>(m.userns_fd.get());
+    if (!fd.valid() ||
+        syscall(SYS_mount_setattr, fd.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
       const std::string why = errnoText();
-      if (fd >= 0) close(fd);
-      for (Mount& made : mounts) close(made.fd);
       return failedPrecondition("cannot give the sandbox user (uid " + std::to_string(uid_) + ") " +
                                 m.dir + " through an idmapped mount: " + why +
                                 "; start with --sandbox-user naming the directory's owner");
     }
-    mounts.push_back({m.dir, fd});
+    mounts.push_back({m.dir, std::move(fd)});
   }
   return mounts;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 
@@ -34,19 +35,14 @@ class SandboxIdentity {
   static Result<SandboxIdentity> create(const std::string& user,
                                         const std::vector<std::string>& writable);
   SandboxIdentity() = default;
-  SandboxIdentity(SandboxIdentity&& other) noexcept;
-  SandboxIdentity& operator=(SandboxIdentity&& other) noexcept;
-  SandboxIdentity(const SandboxIdentity&) = delete;
-  SandboxIdentity& operator=(const SandboxIdentity&) = delete;
-  ~SandboxIdentity();
 
   // True when the server is root: commands change to the sandbox user's uid.
-  bool changesUid() const { return userns_fd_ >= 0; }
+  bool changesUid() const { return userns_fd_.valid(); }
   uid_t uid() const { return uid_; }
   gid_t gid() const { return gid_; }
   // Root only: a user namespace that maps 0 to 0 (the sandbox helper) and kSandboxInnerUid to
   // the sandbox user, for the helper to enter.
-  int userNamespace() const { return userns_fd_; }
+  int userNamespace() const { return userns_fd_.get(); }
   // "uid 65533 (dedicated)", for the start-up line.
   const std::string& describe() const { return description_; }
 
@@ -54,22 +50,20 @@ class SandboxIdentity {
   // there (a fresh one per call: a detached mount is attached once).
   struct Mount {
     std::string dir;
-    int fd = -1;
+    UniqueFd fd;
   };
   // Root only: detached idmapped mounts of every writable directory owned by someone else.
-  // The caller closes the descriptors.
   Result<std::vector<Mount>> makeMounts() const;
 
  private:
   struct Idmap {
     std::string dir;
-    int userns_fd = -1;
+    UniqueFd userns_fd;
   };
-  void release();
 
   uid_t uid_ = 0;
   gid_t gid_ = 0;
-  int userns_fd_ = -1;
+  UniqueFd userns_fd_;
   std::vector<Idmap> idmaps_;
   std::string description_;
 };

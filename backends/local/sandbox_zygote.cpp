@@ -79,19 +79,19 @@ ssize_t receiveMessage(int sock, std::string& payload, std::vector<int>& fds) {
 
 }  // namespace zygote
 
-ZygoteClient::ZygoteClient(pid_t pid, int control, int stderr_r, CgroupRun cgroup)
+ZygoteClient::ZygoteClient(pid_t pid, UniqueFd control, UniqueFd stderr_r, CgroupRun cgroup)
     : pid_(pid),
-      control_(control),
-      stderr_r_(stderr_r),
+      control_(std::move(control)),
+      stderr_r_(std::move(stderr_r)),
       pidfd_(static_cast<int>(syscall(SYS_pidfd_open, pid, 0))),
       cgroup_(std::move(cgroup)) {
-  fcntl(stderr_r_, F_SETFL, O_NONBLOCK);
+  fcntl(stderr_r_.get(), F_SETFL, O_NONBLOCK);
 }
 
 ZygoteClient::~ZygoteClient() {
   // Without its control socket the helper exits, and its pid namespace (every command still
   // running) with it. A helper that does not is killed, with its cgroup.
-  close(control_);
+  control_.reset();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (waitpid(pid_, nullptr, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -102,21 +102,19 @@ ZygoteClient::~ZygoteClient() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (pidfd_ >= 0) close(pidfd_);
-  close(stderr_r_);
 }
 
 bool ZygoteClient::alive() const {
   std::lock_guard lock(mu_);
   if (lost_) return false;
-  pollfd p{pidfd_, POLLIN, 0};
-  if (pidfd_ >= 0 && poll(&p, 1, 0) == 1) lost_ = true;  // a pidfd is readable once it exits
+  pollfd p{pidfd_.get(), POLLIN, 0};
+  if (pidfd_.valid() && poll(&p, 1, 0) == 1) lost_ = true;  // a pidfd is readable once it exits
   return !lost_;
 }
 
 std::string ZygoteClient::lastWords() const {
   char buf[512];
-  const ssize_t n = read(stderr_r_, buf, sizeof buf);
+  const ssize_t n = read(stderr_r_.get(), buf, sizeof buf);
   return n > 0 ? ": " + std::string(buf, n) : "";
 }
 
@@ -124,44 +122,43 @@ Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, const std
                                               bool& lost) const {
   lost = false;
   // The spec travels in a memfd: a command may be larger than a socket message.
-  const int spec_fd = memfd_create("byd-spec", MFD_CLOEXEC);
-  if (spec_fd < 0 ||
-      write(spec_fd, spec.data(), spec.size()) != static_cast<ssize_t>(spec.size())) {
-    if (spec_fd >= 0) close(spec_fd);
+  UniqueFd spec_fd(memfd_create("byd-spec", MFD_CLOEXEC));
+  if (!spec_fd.valid() ||
+      write(spec_fd.get(), spec.data(), spec.size()) != static_cast<ssize_t>(spec.size())) {
     return resourceExhausted("cannot hand the command to the sandbox: " +
                              std::string(strerror(errno)));
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    close(spec_fd);
     return resourceExhausted("cannot create a socket: " + std::string(strerror(errno)));
   }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
   bool sent;
   {
     std::lock_guard lock(mu_);
-    std::vector<int> all = {spec_fd, sv[1]};
+    std::vector<int> all = {spec_fd.get(), theirs.get()};
     all.insert(all.end(), fds.begin(), fds.end());
-    sent = !lost_ && zygote::sendMessage(control_, std::string(1, zygote::kRun), all);
+    sent = !lost_ && zygote::sendMessage(control_.get(), std::string(1, zygote::kRun), all);
     if (!sent) lost_ = true;
   }
-  close(spec_fd);
-  close(sv[1]);
+  spec_fd.reset();
+  theirs.reset();
   auto fail = [&](std::string why) -> Status {
-    close(sv[0]);
     std::lock_guard lock(mu_);
     lost_ = lost = true;
     return internalError("the sandbox's launcher has gone (" + why + lastWords() + ")");
   };
   if (!sent) return fail("it no longer reads requests");
-  pollfd p{sv[0], POLLIN, 0};
+  pollfd p{ours.get(), POLLIN, 0};
   if (poll(&p, 1, 10000) != 1) return fail("it did not answer within 10 s");
   std::string payload;
   std::vector<int> got;
-  const ssize_t n = zygote::receiveMessage(sv[0], payload, got);
-  if (n > 0 && payload[0] == zygote::kStarted && got.size() == 1) return Run{got[0], sv[0]};
-  for (int fd : got) close(fd);
+  const ssize_t n = zygote::receiveMessage(ours.get(), payload, got);
+  std::vector<UniqueFd> received(got.begin(), got.end());
+  if (n > 0 && payload[0] == zygote::kStarted && received.size() == 1) {
+    return Run{std::move(received[0]), std::move(ours)};
+  }
   if (n > 0 && payload[0] == zygote::kError) {
-    close(sv[0]);
     return resourceExhausted("the sandbox could not start the command: " + payload.substr(1));
   }
   return fail(n == 0 ? "it closed the request" : "its answer was garbled");

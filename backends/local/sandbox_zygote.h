@@ -26,6 +26,7 @@
 
 #include "backends/local/sandbox_cgroup.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 
@@ -52,7 +53,7 @@ std::optional<int> runSandboxHelper(int argc, char** argv);
 // The server's end of one running helper. Thread-safe.
 class ZygoteClient {
  public:
-  ZygoteClient(pid_t pid, int control, int stderr_r, CgroupRun cgroup);
+  ZygoteClient(pid_t pid, UniqueFd control, UniqueFd stderr_r, CgroupRun cgroup);
   ~ZygoteClient();
   ZygoteClient(const ZygoteClient&) = delete;
   ZygoteClient& operator=(const ZygoteClient&) = delete;
@@ -61,8 +62,8 @@ class ZygoteClient {
   bool alive() const;
 
   struct Run {
-    int pidfd = -1;  // the command's namespace init: signal it to stop the command
-    int sock = -1;   // readable when the command has ended (kStatus, or end of stream)
+    UniqueFd pidfd;  // the command's namespace init: signal it to stop the command
+    UniqueFd sock;   // readable when the command has ended (kStatus, or end of stream)
   };
   // Starts the command `spec` (JSON) with `fds` as its descriptors 0, 1, 2, ... (at most six).
   // On failure `lost` says whether the helper itself has gone (then a new one may be tried).
@@ -72,7 +73,7 @@ class ZygoteClient {
   std::string lastWords() const;
 
   const pid_t pid_;
-  const int control_, stderr_r_, pidfd_;
+  UniqueFd control_, stderr_r_, pidfd_;
   CgroupRun cgroup_;
   mutable std::mutex mu_;
   mutable bool lost_ = false;

@@ -36,5 +36,22 @@ TEST(UniqueFd, ReleaseGivesUpAndResetCloses) {
   EXPECT_FALSE(isOpen(raw));
 }
 
+TEST(UniqueFd, MakePipeOwnsBothEnds) {
+  int r = -1, w = -1;
+  {
+    PipeFds p;
+    ASSERT_TRUE(makePipe(p));
+    r = p.read.get();
+    w = p.write.get();
+    ASSERT_EQ(write(w, "x", 1), 1);
+    char c = 0;
+    ASSERT_EQ(read(r, &c, 1), 1);
+    EXPECT_EQ(c, 'x');
+    EXPECT_EQ(fcntl(r, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  }
+  EXPECT_FALSE(isOpen(r));
+  EXPECT_FALSE(isOpen(w));
+}
+
 }  // namespace
 }  // namespace byd
