@@ -20,7 +20,7 @@ std::string_view fileTypeName(FileType type) {
 }
 
 Status FileSystem::listEach(const std::string& key,
-                         const std::function<bool(const FileInfo&)>& visit) const {
+                            const std::function<bool(const FileInfo&)>& visit) const {
   BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, list(key));
   for (const FileInfo& e : entries) {
     if (!visit(e)) break;
@@ -29,12 +29,25 @@ Status FileSystem::listEach(const std::string& key,
 }
 
 Status FileSystem::readStream(const std::string& key, size_t chunk_bytes,
-                           const std::function<bool(std::string_view)>& sink) const {
+                              const std::function<bool(std::string_view)>& sink) const {
   chunk_bytes = std::max<size_t>(chunk_bytes, 1);
   for (uint64_t offset = 0;; offset += chunk_bytes) {
     BYD_ASSIGN_OR_RETURN(std::string chunk, read(key, offset, chunk_bytes));
     if (chunk.empty() || !sink(chunk) || chunk.size() < chunk_bytes) return okStatus();
   }
+}
+
+ExecResult execResultFrom(Captured captured, int exit_code, double duration_ms) {
+  ExecResult r;
+  r.stdout_data = std::move(captured.out);
+  r.stderr_data = std::move(captured.err);
+  r.stdout_truncated = captured.out_truncated;
+  r.stderr_truncated = captured.err_truncated;
+  r.timed_out = captured.timed_out;
+  r.cancelled = captured.cancelled;
+  r.exit_code = exit_code;
+  r.duration_ms = duration_ms;
+  return r;
 }
 
 std::string joinKey(std::string_view dir, std::string_view name) {

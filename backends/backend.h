@@ -18,6 +18,7 @@
 
 #include "common/cancel.h"
 #include "common/result.h"
+#include "common/supervisor.h"
 
 namespace byd {
 
@@ -63,6 +64,8 @@ struct ExecResult {
   bool cancelled = false;
   double duration_ms = 0;
 };
+// What a supervised command left, as a result.
+ExecResult execResultFrom(Captured captured, int exit_code, double duration_ms);
 
 // Code for a stateful Python session.
 struct PythonRequest {

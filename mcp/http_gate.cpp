@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/unique_fd.h"
+
 namespace byd::mcp {
 namespace {
 
@@ -208,10 +210,10 @@ void GatedServer::refuse(socket_t sock, int status, const char* why) {
   [[maybe_unused]] ssize_t n =
       ::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
 }
 
 bool GatedServer::process_and_close_socket(socket_t sock) {
+  const UniqueFd owned(sock);  // this call closes it, whatever happens
   GateStream stream(sock, std::chrono::seconds(write_timeout_sec_));
   std::string address;
   int port = 0;
@@ -245,7 +247,6 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
   }
   releaseAddress(address);
   ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
   return ok;
 }
 

@@ -12,18 +12,15 @@ namespace byd::mcp {
 
 StdioTransport::StdioTransport(int in_fd, int out_fd, size_t max_frame_bytes)
     : in_fd_(in_fd), out_fd_(out_fd), max_frame_bytes_(max_frame_bytes) {
-  if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  makePipe(wake_, O_CLOEXEC | O_NONBLOCK);  // without it, stop() waits for the input's end
 }
 
-StdioTransport::~StdioTransport() {
-  if (wake_[0] >= 0) close(wake_[0]);
-  if (wake_[1] >= 0) close(wake_[1]);
-}
+StdioTransport::~StdioTransport() = default;
 
 void StdioTransport::stop() {
-  if (wake_[1] >= 0) {
+  if (wake_.write.valid()) {
     const char byte = 1;
-    [[maybe_unused]] ssize_t n = write(wake_[1], &byte, 1);
+    [[maybe_unused]] ssize_t n = write(wake_.write.get(), &byte, 1);
   }
 }
 
@@ -63,8 +60,8 @@ void StdioTransport::consume(std::string_view data, MessageHandler& handler) {
 Status StdioTransport::run(MessageHandler& handler) {
   char buf[1 << 16];
   while (true) {
-    pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (poll(fds, wake_[0] >= 0 ? 2 : 1, -1) < 0) {
+    pollfd fds[2] = {{in_fd_, POLLIN, 0}, {wake_.read.get(), POLLIN, 0}};
+    if (poll(fds, wake_.read.valid() ? 2 : 1, -1) < 0) {
       if (errno == EINTR) continue;
       return internalError("poll failed");
     }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/unique_fd.h"
 #include "mcp/transport.h"
 
 namespace byd::mcp {
@@ -32,7 +33,7 @@ class StdioTransport : public Transport {
 
   const int in_fd_, out_fd_;
   const size_t max_frame_bytes_;
-  int wake_[2] = {-1, -1};
+  PipeFds wake_;  // stop() writes to it to end a read that waits
   static constexpr size_t kMaxQueuedBytes = 4 << 20;
   std::mutex write_mu_;
   std::condition_variable drained_;

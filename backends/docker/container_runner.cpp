@@ -13,23 +13,13 @@ namespace byd::docker {
 
 using Clock = std::chrono::steady_clock;
 
-void appendCapped(std::string& out, std::string_view data, size_t cap, bool& truncated) {
-  const size_t room = out.size() < cap ? cap - out.size() : 0;
-  out.append(data.substr(0, room));
-  if (data.size() > room) truncated = true;
-}
-
-void LineTracker::feed(std::string_view data,
-                       const std::function<void(std::string_view)>& on_line) {
-  if (!on_line) return;
-  buf_.append(data);
-  if (buf_.size() > 4096) buf_.erase(0, buf_.size() - 4096);
-  const size_t nl = buf_.rfind('\n');
-  if (nl == std::string::npos || Clock::now() - last_ < std::chrono::seconds(1)) return;
-  const size_t before = nl == 0 ? std::string::npos : buf_.rfind('\n', nl - 1);
-  const size_t begin = before == std::string::npos ? 0 : before + 1;
-  on_line(std::string_view(buf_).substr(begin, nl - begin));
-  last_ = Clock::now();
+SupervisorOptions supervision(const CommandSpec& spec) {
+  SupervisorOptions o;
+  o.timeout = spec.timeout;
+  o.max_output = spec.max_output;
+  o.cancel = spec.cancel;
+  o.on_progress = spec.on_line;
+  return o;
 }
 
 Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(
@@ -128,70 +118,78 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
     usable_ = false;
     return s;
   }
-  CommandOutcome out;
-  LineTracker lines;
-  bool killed = false;
-  auto deadline = Clock::now() + spec.timeout;
-  char kind = 0;
-  std::string payload;
-  while (true) {
+  SupervisorOptions o = supervision(spec);
+  o.grace = std::chrono::seconds(5);  // for the runner to report the end after a kill
+  o.stop = [this](int step) {
+    if (step > 1)
+      return false;  // it did not answer the kill: out of step, or its container is gone
+    if (!send({{"type", "kill"}}).ok()) usable_ = false;
+    return true;
+  };
+  Supervisor sup(std::move(o));
+  Status failure = okStatus();
+  json end;  // the exit frame, once it has come
+  bool gone = false;
+  auto fail = [&](Status why) -> short {
+    usable_ = false;
+    failure = std::move(why);
+    sup.finish();
+    return 0;
+  };
+  sup.watch(conn_->fd(), POLLIN, [&](short) -> short {
+    if (!pump(0)) {
+      gone = true;
+      return 0;
+    }
+    char kind = 0;
+    std::string payload;
     while (nextFrame(&kind, &payload)) {
       switch (kind) {
         case 'S':
           *started = true;
           break;
         case 'O':
-          appendCapped(out.out, payload, spec.max_output, out.out_truncated);
-          lines.feed(payload, spec.on_line);
+          sup.out(payload);
           break;
         case 'E':
-          appendCapped(out.err, payload, spec.max_output, out.err_truncated);
+          sup.err(payload);
           break;
-        case 'L':
-          if (spec.on_line) spec.on_line(payload);
+        case 'L':  // the latest line, past the cap of what the runner forwards
+          sup.progressLine(payload);
           break;
-        case 'X': {
-          const json end = json::parse(payload, nullptr, false);
+        case 'X':
+          end = json::parse(payload, nullptr, false);
           if (!end.is_object() || end.value("nonce", "") != nonce) {
-            usable_ = false;
-            return internalError("the command runner sent a bad exit frame");
+            return fail(internalError("the command runner sent a bad exit frame"));
           }
-          if (end.contains("error")) return failedPrecondition(end.value("error", ""));
-          out.exit_code = killed ? 128 + SIGKILL : end.value("exit_code", -1);
-          const json cut = end.value("truncated", json::array());
-          if (cut.is_array() && cut.size() == 2) {
-            out.out_truncated = out.out_truncated || cut[0] == true;
-            out.err_truncated = out.err_truncated || cut[1] == true;
-          }
-          return out;
-        }
+          sup.finish();
+          return 0;
         default:
-          usable_ = false;
-          return internalError("the command runner sent an unknown frame");
+          return fail(internalError("the command runner sent an unknown frame"));
       }
     }
-    const auto now = Clock::now();
-    const bool cancel = spec.cancel != nullptr && spec.cancel->cancelled();
-    if (!killed && (now >= deadline || cancel)) {
-      out.cancelled = cancel;
-      out.timed_out = !cancel;
-      killed = true;
-      deadline = now + std::chrono::seconds(5);  // for the runner to report the end
-      if (!send({{"type", "kill"}}).ok()) usable_ = false;
-    } else if (killed && now >= deadline) {
-      usable_ = false;  // it did not answer the kill: out of step, or its container is gone
-      out.exit_code = 128 + SIGKILL;
-      out.no_status = true;
-      return out;
+    return POLLIN;
+  });
+  const bool waited = sup.run();
+  if (!failure.ok()) return failure;
+  CommandOutcome out;
+  static_cast<Captured&>(out) = std::move(sup.captured());
+  const bool killed = sup.stopping();
+  if (end.is_object()) {
+    if (end.contains("error")) return failedPrecondition(end.value("error", ""));
+    out.exit_code = killed ? 128 + SIGKILL : end.value("exit_code", -1);
+    const json cut = end.value("truncated", json::array());
+    if (cut.is_array() && cut.size() == 2) {
+      out.out_truncated = out.out_truncated || cut[0] == true;
+      out.err_truncated = out.err_truncated || cut[1] == true;
     }
-    if (!pump(50)) {
-      usable_ = false;
-      if (!*started) return failedPrecondition("the command runner is gone");
-      out.no_status = true;
-      if (killed) out.exit_code = 128 + SIGKILL;
-      return out;
-    }
+    return out;
   }
+  usable_ = false;  // gone, or it did not answer the kill
+  if (gone && !*started) return failedPrecondition("the command runner is gone");
+  out.no_status = true;
+  if (killed || !waited) out.exit_code = 128 + SIGKILL;
+  return out;
 }
 
 }  // namespace byd::docker

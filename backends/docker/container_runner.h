@@ -15,6 +15,7 @@
 #include "backends/docker/docker_client.h"
 #include "common/cancel.h"
 #include "common/result.h"
+#include "common/supervisor.h"
 
 namespace byd::docker {
 
@@ -30,30 +31,16 @@ struct CommandSpec {
   std::function<void(std::string_view)> on_line;  // the latest stdout line, about once a second
 };
 
-// What a command did: its output (each stream cut at max_output), exit code, and whether the
-// timeout or a cancel ended it (then its whole process group was killed).
-struct CommandOutcome {
-  std::string out, err;
-  bool out_truncated = false, err_truncated = false;
+// What a command did: its output (each stream cut at max_output), whether the timeout or a
+// cancel ended it (then every process of its user in the container was killed), its exit code.
+struct CommandOutcome : Captured {
   int exit_code = -1;
-  bool timed_out = false, cancelled = false;
   bool container_lost = false;  // the container stopped during it
   bool no_status = false;       // the command's status never came
 };
 
-// Appends `data` to `out` up to `cap` bytes; sets `truncated` beyond.
-void appendCapped(std::string& out, std::string_view data, size_t cap, bool& truncated);
-
-// Calls on_line with the latest complete line of `data` (appended to `buf`) when a second has
-// passed since the last call.
-class LineTracker {
- public:
-  void feed(std::string_view data, const std::function<void(std::string_view)>& on_line);
-
- private:
-  std::string buf_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
+// The supervisor's options for `spec`, from now; its stop steps are the caller's.
+SupervisorOptions supervision(const CommandSpec& spec);
 
 class ContainerRunner {
  public:

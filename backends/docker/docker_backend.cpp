@@ -243,61 +243,52 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
                                                    {"Tty", false}}));
   const std::string exec_id = made.value("Id", "");
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(exec_id));
-  std::thread feeder;
-  if (!stdin_data.empty()) {
-    feeder = std::thread([&conn, &stdin_data] {
-      std::string_view rest = stdin_data;
-      while (!rest.empty()) {
-        const ssize_t n = send(conn->fd(), rest.data(), rest.size(), MSG_NOSIGNAL);
-        if (n <= 0) break;
-        rest.remove_prefix(n);
-      }
-      conn->closeWrite();
-    });
-  }
-  ExecOutcome out;
+  SupervisorOptions o = docker::supervision(spec);
+  o.grace = std::chrono::seconds(5);  // for the stream to end after the kill
+  o.stop = [&](int step) {
+    if (step > 1) return false;
+    endAll(container);
+    return true;
+  };
+  Supervisor sup(std::move(o));
   bool malformed = false;
   std::string err_tail;
   docker::StreamDemuxer demux;
-  docker::LineTracker lines;
-  auto deadline = Clock::now() + spec.timeout;
-  bool killed = false;
-  char buf[1 << 16];
-  while (true) {
-    const auto now = Clock::now();
-    const bool cancel = spec.cancel != nullptr && spec.cancel->cancelled();
-    if (!killed && (now >= deadline || cancel)) {
-      out.timed_out = !cancel;
-      out.cancelled = cancel;
-      endAll(container);
-      killed = true;
-      deadline = now + std::chrono::seconds(5);  // for the stream to end
-    } else if (killed && now >= deadline) {
-      break;
+  const int fd = conn->fd();
+  // One descriptor both ways: stdin goes out while the output comes in.
+  std::string_view unsent = stdin_data;
+  auto wanted = [&unsent]() -> short { return POLLIN | (unsent.empty() ? 0 : POLLOUT); };
+  sup.watch(fd, wanted(), [&](short revents) -> short {
+    if ((revents & POLLOUT) && !unsent.empty()) {
+      const ssize_t n = ::send(fd, unsent.data(), unsent.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) unsent.remove_prefix(n);
+      if (unsent.empty() || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        unsent = {};  // all of it sent, or the command no longer takes it
+        conn->closeWrite();
+      }
     }
-    pollfd p = {conn->fd(), POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    const ssize_t n = ::read(conn->fd(), buf, sizeof buf);
-    if (n <= 0) break;
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) == 0) return wanted();
+    char buf[1 << 16];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return wanted();
+    if (n <= 0) return 0;
     const bool ok = demux.feed(std::string_view(buf, n), [&](int stream, std::string_view d) {
-      if (stream == 2) {
-        docker::appendCapped(out.err, d, spec.max_output, out.err_truncated);
-        err_tail.append(d);  // the marker must be found even past the cap
-        if (err_tail.size() > 512) err_tail.erase(0, err_tail.size() - 512);
+      if (stream != 2) {
+        sup.out(d);
         return;
       }
-      docker::appendCapped(out.out, d, spec.max_output, out.out_truncated);
-      lines.feed(d, spec.on_line);
+      sup.err(d);
+      err_tail.append(d);  // the marker must be found even past the cap
+      if (err_tail.size() > 512) err_tail.erase(0, err_tail.size() - 512);
     });
-    if (!ok) {
-      malformed = true;
-      break;
-    }
-  }
-  if (feeder.joinable()) {
-    conn->closeWrite();
-    feeder.join();
-  }
+    if (ok) return wanted();
+    malformed = true;
+    return 0;
+  });
+  sup.run();
+  const bool killed = sup.stopping();
+  ExecOutcome out;
+  static_cast<Captured&>(out) = std::move(sup.captured());
   if (malformed) {
     endAll(container);
     return internalError("the Docker engine's output stream is malformed");
@@ -465,16 +456,9 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
         "\n[the container stopped during this command (out of memory?); the next call "
         "gets a new one, with the same workspace]\n";
   }
-  ExecResult r;
-  r.stdout_data = std::move(run.out);
-  r.stderr_data = std::move(run.err);
-  r.stdout_truncated = run.out_truncated;
-  r.stderr_truncated = run.err_truncated;
-  r.exit_code = run.exit_code;
-  r.timed_out = run.timed_out;
-  r.cancelled = run.cancelled;
-  r.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return r;
+  const int exit_code = run.exit_code;
+  return execResultFrom(std::move(run), exit_code,
+                        std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 
 Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {

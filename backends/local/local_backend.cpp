@@ -301,10 +301,8 @@ Status copyAttributes(int fd, const struct stat& old, const std::string& key) {
 void syncDir(int dirfd) {
   // Best effort: the rename is already visible; this only makes it survive a crash. A
   // directory we may write but not read cannot be opened for fsync.
-  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
+  const UniqueFd fd(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.valid()) (void)::fsync(fd.get());
 }
 
 // Writes `data` to a new file that then takes the target's place; with `append`, after a copy
@@ -375,12 +373,9 @@ Result<std::string> LocalBackend::realKey(const std::string& key) const {
 Result<std::string> LocalBackend::realKeyWithin(const std::string& key, int hops) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   // The common case first: no symlink on the way, so the file is the one the key names.
-  const int direct = loc.resolver->openWithoutSymlinksRaw(loc.rel, O_PATH);
-  if (direct >= 0) {
-    ::close(direct);
-    return loc.key;
-  }
-  if (direct == -ENOENT) return loc.key;  // missing, and no symlink before what is missing
+  const UniqueFd direct(loc.resolver->openWithoutSymlinksRaw(loc.rel, O_PATH));
+  if (direct.valid()) return loc.key;
+  if (direct.get() == -ENOENT) return loc.key;  // missing, and no symlink before what is missing
   auto fd = loc.resolver->open(loc.rel, O_PATH);
   if (!fd.ok()) {
     if (fd.status().code() != Code::kNotFound) return fd.status();

@@ -140,11 +140,8 @@ bool kernelHasOpenat2(int dirfd) {
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_BENEATH;
-  long fd = ::syscall(SYS_openat2, dirfd, ".", &how, sizeof how);
-  if (fd >= 0) {
-    ::close(static_cast<int>(fd));
-    return true;
-  }
+  const UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, dirfd, ".", &how, sizeof how)));
+  if (fd.valid()) return true;
   return errno != ENOSYS && errno != EPERM;
 }
 
@@ -275,9 +272,7 @@ Status PathResolver::errorFor(int err, std::string_view rel) const {
   if (err == ELOOP && !walk_only_) {
     // openat2 reports a magic link and a symlink loop alike. The walk tells them apart: it
     // sees a loop as a loop, and a magic link as a link it refuses or cannot follow.
-    int fd = walkRaw(rel, O_PATH, 0);
-    if (fd >= 0) ::close(fd);
-    if (fd != -ELOOP) err = EXDEV;
+    if (UniqueFd(walkRaw(rel, O_PATH, 0)).get() != -ELOOP) err = EXDEV;
   }
   return errnoStatus(err, keyOf(rel));
 }
@@ -286,12 +281,10 @@ std::string PathResolver::notDirMessage(std::string_view rel) const {
   const std::string key = keyOf(rel);
   for (size_t end = rel.find('/'); end != std::string_view::npos; end = rel.find('/', end + 1)) {
     std::string_view prefix = rel.substr(0, end);
-    int fd = openRaw(prefix, O_PATH | O_DIRECTORY);
-    if (fd >= 0) {
-      ::close(fd);
-      continue;
-    }
-    if (fd == -ENOTDIR) return quote(key) + ": " + quote(keyOf(prefix)) + " is not a directory";
+    const UniqueFd fd(openRaw(prefix, O_PATH | O_DIRECTORY));
+    if (fd.valid()) continue;
+    if (fd.get() == -ENOTDIR)
+      return quote(key) + ": " + quote(keyOf(prefix)) + " is not a directory";
   }
   return quote(key) + " is not a directory";
 }

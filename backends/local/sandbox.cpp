@@ -326,17 +326,9 @@ RunResult supervise(const Tree& tree, UniqueFd stdin_w, UniqueFd out_r, UniqueFd
     return 0;
   });
   sup.run();
-  Captured& c = sup.captured();
-  RunResult r;
-  r.stdout_data = std::move(c.out);
-  r.stderr_data = std::move(c.err);
-  r.stdout_truncated = c.out_truncated;
-  r.stderr_truncated = c.err_truncated;
-  r.timed_out = c.timed_out;
-  r.cancelled = c.cancelled;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.duration_ms = sup.elapsedMs();
-  return r;
+  return execResultFrom(std::move(sup.captured()),
+                        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                        sup.elapsedMs());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The sandbox helper: the process inside bubblewrap that starts every command (see
-// sandbox_zygote.h). It is single-threaded, so its clones may use the whole C++ library.
+// sandbox_zygote.h). It is single-threaded, so its clones may use the whole C++ library. The
+// helper holds its descriptors in UniqueFd; its clones (each command's namespace init, up to
+// the command's exec) use plain ones.
 
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -362,23 +364,18 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool 
 
 // A namespace init waiting for its command.
 struct Spare {
-  int pidfd = -1;
-  int request = -1;  // where its command goes
-  void drop() {
-    if (pidfd >= 0) close(pidfd);
-    if (request >= 0) close(request);
-    pidfd = request = -1;
-  }
+  UniqueFd pidfd;
+  UniqueFd request;  // where its command goes
 };
 
 Spare makeSpare(int control, const std::vector<std::string>& writable, const std::vector<char>& bpf,
                 const HelperOptions& options) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return {};
-  Spare spare;
+  int pidfd = -1;
   CloneArgs args{};
   args.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&spare.pidfd);
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   const long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) {
@@ -387,11 +384,10 @@ Spare makeSpare(int control, const std::vector<std::string>& writable, const std
     initMain(sv[1], writable, bpf, options);
   }
   close(sv[1]);
-  if (pid < 0) {
-    close(sv[0]);
-    return {};
-  }
-  spare.request = sv[0];
+  Spare spare;
+  spare.request.reset(sv[0]);
+  if (pid < 0) return {};
+  spare.pidfd.reset(pidfd);
   return spare;
 }
 
@@ -412,29 +408,28 @@ int helperMain(int control, const std::vector<std::string>& writable,
   while (true) {
     const ssize_t n = zygote::receiveMessage(control, payload, fds);
     if (n <= 0) return n == 0 ? 0 : 1;  // the server has gone
-    if (payload[0] != zygote::kRun || fds.size() < 5) {
-      for (int fd : fds) close(fd);
-      continue;
-    }
+    std::vector<UniqueFd> received(fds.begin(), fds.end());
+    if (payload[0] != zygote::kRun || fds.size() < 5) continue;
     // The spare takes the request; one that has died (the OOM killer may pick it) is
     // replaced once.
     bool taken = false;
     for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
-      if (spare.request < 0 || attempt > 0) {
-        spare.drop();
+      if (!spare.request.valid() || attempt > 0) {
+        spare = Spare();
         spare = makeSpare(control, writable, *bpf, options);
       }
-      taken = spare.request >= 0 && zygote::sendMessage(spare.request, payload, fds);
+      taken = spare.request.valid() && zygote::sendMessage(spare.request.get(), payload, fds);
     }
     if (taken) {
-      zygote::sendMessage(fds[1], std::string(1, zygote::kStarted), {spare.pidfd});
+      zygote::sendMessage(fds[1], std::string(1, zygote::kStarted), {spare.pidfd.get()});
     } else {
       zygote::sendMessage(
           fds[1], std::string(1, zygote::kError) + "cannot make its namespaces: " + strerror(errno),
           {});
     }
-    for (int fd : fds) close(fd);
-    spare.drop();
+    // Closed before the next spare is cloned: it would hold the command's pipes open.
+    received.clear();
+    spare = Spare();
     spare = makeSpare(control, writable, *bpf, options);
   }
 }

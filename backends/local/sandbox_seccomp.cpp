@@ -16,6 +16,8 @@
 #include <iterator>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace byd {
 namespace {
 
@@ -139,14 +141,15 @@ Result<std::vector<char>> compileSeccompFilter(bool refuse_setid) {
     seccomp_release(ctx);
     return internalError("building the seccomp filter failed");
   }
-  const int fd = memfd_create("byd-seccomp", MFD_CLOEXEC);
+  const UniqueFd fd(memfd_create("byd-seccomp", MFD_CLOEXEC));
   std::vector<char> bpf;
-  if (fd >= 0 && seccomp_export_bpf(ctx, fd) == 0) {
-    const off_t size = lseek(fd, 0, SEEK_END);
+  if (fd.valid() && seccomp_export_bpf(ctx, fd.get()) == 0) {
+    const off_t size = lseek(fd.get(), 0, SEEK_END);
     bpf.resize(size > 0 ? size : 0);
-    if (pread(fd, bpf.data(), bpf.size(), 0) != static_cast<ssize_t>(bpf.size())) bpf.clear();
+    if (pread(fd.get(), bpf.data(), bpf.size(), 0) != static_cast<ssize_t>(bpf.size())) {
+      bpf.clear();
+    }
   }
-  if (fd >= 0) close(fd);
   seccomp_release(ctx);
   if (bpf.empty()) return internalError("exporting the seccomp filter failed");
   return bpf;

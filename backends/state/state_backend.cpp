@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/text.h"
+#include "common/unique_fd.h"
 
 namespace byd {
 namespace {
@@ -242,25 +243,24 @@ Status atomicWriteFile(const std::string& path, std::string_view data) {
   const std::filesystem::path dir =
       target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return permissionDenied("cannot create a temporary file beside '" + path + "'");
+  UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd.valid()) return permissionDenied("cannot create a temporary file beside '" + path + "'");
   size_t done = 0;
   bool ok = true;
   while (ok && done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
     ok = n > 0;
     if (ok) done += n;
   }
-  ok = ok && fsync(fd) == 0;
-  ok = (close(fd) == 0) && ok;
+  ok = ok && fsync(fd.get()) == 0;
+  ok = (close(fd.release()) == 0) && ok;  // a failed close may be a failed write
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
     unlink(tmp.c_str());
     return internalError("cannot write '" + path + "'");
   }
-  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
+  if (const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd.valid()) {
+    fsync(dfd.get());
   }
   return okStatus();
 }

@@ -217,6 +217,19 @@ TEST_P(CommandContractTest, ProgressReportsTheLatestLine) {
   EXPECT_EQ(messages.back().substr(0, 4), "line");
 }
 
+// The call ends when the command's output does, not a grace period later: nothing else (a
+// process made for later commands) may hold its pipes open. The least of three runs, against
+// a grace of 500 ms.
+TEST_P(CommandContractTest, TheCallEndsWithTheCommandsOutput) {
+  double least = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    json r = sc({{"command", "echo done"}});
+    ASSERT_EQ(r["stdout"], "done\n") << r.dump();
+    least = std::min(least, r["duration_ms"].get<double>());
+  }
+  EXPECT_LT(least, 400.0);
+}
+
 TEST_P(CommandContractTest, NoDescriptorIsLeftOpen) {
   auto open_fds = [] {
     return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
