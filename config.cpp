@@ -41,7 +41,10 @@ Result<permissions::Ruleset> loadRuleset(const Config& c) {
     return rs;
   }
   for (std::string_view name : permissions::presetNames()) {
-    if (name == c.ruleset) return permissions::Ruleset::fromJson(*permissions::presetJson(name));
+    if (name == c.ruleset) {
+      return permissions::Ruleset::fromJson(*permissions::presetJson(name),
+                                            permissions::Ruleset::Compile::kOnFirstUse);
+    }
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(c.ruleset, ec)) {

@@ -99,31 +99,58 @@ Result<Ruleset::Rule> Ruleset::compileRule(Operation op, const nlohmann::json& r
   return out;
 }
 
-Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc) {
-  BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("ruleset.schema.json"));
-  if (Status s = schemas::validate(*schema, doc, "ruleset"); !s.ok()) return s;
+Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
+  if (when == Compile::kNow) {
+    BYD_ASSIGN_OR_RETURN(const nlohmann::json* schema, schemas::embedded("ruleset.schema.json"));
+    if (Status s = schemas::validate(*schema, doc, "ruleset"); !s.ok()) return s;
+  }
   Ruleset out;
   out.json_ = doc;
   out.name_ = doc.value("name", "custom");
   out.fallback_ = *parseAction(doc["default"].get<std::string>());
   for (size_t i = 0; i < kOperationCount; ++i) {
-    const std::string op_name(kOperationNames[i]);
-    auto section = doc.find(op_name);
+    auto section = doc.find(std::string(kOperationNames[i]));
     if (section == doc.end()) continue;
     OperationRules& ops = out.ops_[i];
     if (auto d = section->find("default"); d != section->end()) {
       ops.fallback = parseAction(d->get<std::string>());
     }
     auto rules = section->find("rules");
-    if (rules == section->end()) continue;
-    for (size_t r = 0; r < rules->size(); ++r) {
-      const std::string where = op_name + ".rules[" + std::to_string(r) + "]";
-      BYD_ASSIGN_OR_RETURN(Rule rule, compileRule(static_cast<Operation>(i), (*rules)[r], where));
-      ops.rules.push_back(std::move(rule));
+    if (rules == section->end() || rules->empty()) continue;
+    for (const nlohmann::json& rule : *rules) {
+      ops.actions.push_back(*parseAction(rule["action"].get<std::string>()));
     }
-    ops.set = combine(ops.rules);
+    ops.pending = std::make_shared<Pending>();
+    ops.pending->op = static_cast<Operation>(i);
+    ops.pending->rules = *rules;
   }
+  if (when == Compile::kNow) BYD_RETURN_IF_ERROR(out.compileAll());
   return out;
+}
+
+Status Ruleset::compileAll() const {
+  for (const OperationRules& ops : ops_) BYD_RETURN_IF_ERROR(ops.compiled().status);
+  return okStatus();
+}
+
+const Ruleset::Compiled& Ruleset::OperationRules::compiled() const {
+  static const Compiled kNone;
+  if (!pending) return kNone;
+  std::call_once(pending->once, [p = pending.get()] {
+    const std::string op_name(operationName(p->op));
+    for (size_t r = 0; r < p->rules.size(); ++r) {
+      const std::string where = op_name + ".rules[" + std::to_string(r) + "]";
+      auto rule = compileRule(p->op, p->rules[r], where);
+      if (!rule.ok()) {
+        p->compiled.status = rule.status();
+        p->compiled.rules.clear();
+        return;
+      }
+      p->compiled.rules.push_back(std::move(*rule));
+    }
+    p->compiled.set = combine(p->compiled.rules);
+  });
+  return pending->compiled;
 }
 
 std::shared_ptr<const re2::RE2::Set> Ruleset::combine(const std::vector<Rule>& rules) {
@@ -142,7 +169,7 @@ std::shared_ptr<const re2::RE2::Set> Ruleset::combine(const std::vector<Rule>& r
   return set;
 }
 
-size_t Ruleset::firstHit(const OperationRules& ops, std::string_view target) {
+size_t Ruleset::firstHit(const Compiled& ops, std::string_view target) {
   const re2::StringPiece text(target.data(), target.size());
   if (ops.set) {
     std::vector<int> hits;
@@ -163,8 +190,12 @@ size_t Ruleset::firstHit(const OperationRules& ops, std::string_view target) {
 Decision Ruleset::decide(Operation op, std::string_view target) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
   const std::string name(operationName(op));
-  if (const size_t i = firstHit(ops, target); i < ops.rules.size()) {
-    const Rule& rule = ops.rules[i];
+  const Compiled& compiled = ops.compiled();
+  if (!compiled.status.ok()) {  // only a document loaded with kOnFirstUse gets here
+    return {Action::kDeny, name + " rules: " + compiled.status.message(), ""};
+  }
+  if (const size_t i = firstHit(compiled, target); i < compiled.rules.size()) {
+    const Rule& rule = compiled.rules[i];
     return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
             rule.description, rule.text};
   }
@@ -175,10 +206,8 @@ Decision Ruleset::decide(Operation op, std::string_view target) const {
 bool Ruleset::alwaysDenied(Operation op) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
   if (ops.fallback.value_or(fallback_) != Action::kDeny) return false;
-  for (const Rule& rule : ops.rules) {
-    if (rule.action != Action::kDeny) return false;
-  }
-  return true;
+  return std::all_of(ops.actions.begin(), ops.actions.end(),
+                     [](Action a) { return a == Action::kDeny; });
 }
 
 }  // namespace byd::permissions

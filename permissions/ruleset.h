@@ -8,6 +8,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,9 +46,16 @@ struct Decision {
 
 class Ruleset {
  public:
+  // When a document's rules are compiled. kNow checks it against the schema and compiles every
+  // rule at load, so that every error shows at start. kOnFirstUse, for the presets (tested to
+  // compile), compiles an operation's rules when it is first decided: their regular expressions
+  // are most of the server's start otherwise.
+  enum class Compile { kNow, kOnFirstUse };
   // Parses and compiles a ruleset document. Every error names its place:
   // "read.rules[2].pattern: unclosed '[' at position 3".
-  static Result<Ruleset> fromJson(const nlohmann::json& doc);
+  static Result<Ruleset> fromJson(const nlohmann::json& doc, Compile when = Compile::kNow);
+  // Compiles what still waits; the first error.
+  Status compileAll() const;
 
   // The decision for one target (a workspace-relative path, a simple command's words joined
   // by spaces, or Python code).
@@ -67,16 +75,29 @@ class Ruleset {
     Action action;
     std::string description;
   };
-  struct OperationRules {
-    std::optional<Action> fallback;
+  struct Compiled {
+    Status status;  // the first rule that did not compile
     std::vector<Rule> rules;
     // Every rule in one automaton, when they all share their RE2 options (all globs, or all
     // regexes): one pass over the target instead of one per rule. Null otherwise.
     std::shared_ptr<const re2::RE2::Set> set;
   };
+  // An operation's rules as written, compiled once, by the first to need them.
+  struct Pending {
+    Operation op;
+    nlohmann::json rules;
+    std::once_flag once;
+    Compiled compiled;
+  };
+  struct OperationRules {
+    std::optional<Action> fallback;
+    std::vector<Action> actions;       // each rule's, known before compiling
+    std::shared_ptr<Pending> pending;  // shared by copies of the ruleset; null: no rules
+    const Compiled& compiled() const;
+  };
   static std::shared_ptr<const re2::RE2::Set> combine(const std::vector<Rule>& rules);
   // The index of the first rule that matches `target`, or rules.size().
-  static size_t firstHit(const OperationRules& ops, std::string_view target);
+  static size_t firstHit(const Compiled& ops, std::string_view target);
   static Result<Rule> compileRule(Operation op, const nlohmann::json& rule,
                                   const std::string& where);
 

@@ -176,7 +176,49 @@ TEST(Presets, AllLoad) {
             "no ruleset preset 'lax' (presets: default, permissive, readonly, strict)");
 }
 
-Ruleset preset(std::string_view name) { return Ruleset::fromJson(*presetJson(name)).value(); }
+// As the server loads them: each operation compiled on first use (AllLoad compiles them whole).
+Ruleset preset(std::string_view name) {
+  return Ruleset::fromJson(*presetJson(name), Ruleset::Compile::kOnFirstUse).value();
+}
+
+TEST(Ruleset, CompiledOnFirstUseDecidesAsCompiledAtLoad) {
+  const nlohmann::json doc = {
+      {"default", "deny"},
+      {"read", {{"default", "allow"}, {"rules", {{{"pattern", "**/*.key"}, {"action", "deny"}}}}}},
+      {"execute",
+       {{"default", "ask"},
+        {"rules",
+         {{{"pattern", "git status*"}, {"action", "allow"}},
+          {{"regex", "rm .*"}, {"action", "deny"}}}}}}};
+  const Ruleset now = Ruleset::fromJson(doc).value();
+  const Ruleset later = Ruleset::fromJson(doc, Ruleset::Compile::kOnFirstUse).value();
+  const Ruleset copy = later;  // copies share what is compiled
+  for (auto [op, target] :
+       std::vector<std::pair<Operation, std::string>>{{Operation::kRead, "a/b.key"},
+                                                      {Operation::kRead, "a/b.txt"},
+                                                      {Operation::kExecute, "git status -s"},
+                                                      {Operation::kExecute, "git statusx"},
+                                                      {Operation::kExecute, "rm -rf x"},
+                                                      {Operation::kWrite, "x"}}) {
+    const Decision a = now.decide(op, target), b = copy.decide(op, target);
+    EXPECT_EQ(a.action, b.action) << target;
+    EXPECT_EQ(a.source, b.source) << target;
+  }
+  EXPECT_TRUE(later.compileAll().ok());
+}
+
+TEST(Ruleset, ARuleThatDoesNotCompileLaterDeniesItsOperationAndSaysWhy) {
+  const nlohmann::json doc = {
+      {"default", "allow"},
+      {"execute", {{"rules", {{{"regex", "(unclosed"}, {"action", "allow"}}}}}}};
+  EXPECT_FALSE(Ruleset::fromJson(doc).ok());  // at load, the error shows at once
+  const Ruleset later = Ruleset::fromJson(doc, Ruleset::Compile::kOnFirstUse).value();
+  EXPECT_EQ(later.decide(Operation::kRead, "x").action, Action::kAllow);  // other operations work
+  const Decision d = later.decide(Operation::kExecute, "ls");
+  EXPECT_EQ(d.action, Action::kDeny);
+  EXPECT_NE(d.source.find("execute.rules[0].regex: invalid regex"), std::string::npos) << d.source;
+  EXPECT_NE(later.compileAll().message().find("execute.rules[0]"), std::string::npos);
+}
 
 TEST(Presets, SecretsAreDeniedEverywhereInEveryPreset) {
   for (std::string_view name : presetNames()) {
