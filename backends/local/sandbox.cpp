@@ -73,28 +73,26 @@ Sandbox::~Sandbox() { helper_.reset(); }
 
 Result<std::unique_ptr<Sandbox>> Sandbox::create(std::vector<std::string> writable,
                                                  SandboxOptions options) {
-  std::unique_ptr<Sandbox> box(new Sandbox(std::move(writable), std::move(options)));
-  BYD_RETURN_IF_ERROR(box->prepare());
-  return box;
+  if (options.isolate && access(options.bwrap.c_str(), X_OK) != 0) {
+    return failedPrecondition("bubblewrap (" + options.bwrap +
+                              ") is not installed; install the bubblewrap package, or start "
+                              "with --sandbox none to run commands without isolation");
+  }
+  return std::unique_ptr<Sandbox>(new Sandbox(std::move(writable), std::move(options)));
 }
 
-Status Sandbox::prepare() {
+Status Sandbox::prepare() const {
   std::vector<std::string> layers;
   if (options_.isolate) {
-    if (access(options_.bwrap.c_str(), X_OK) != 0) {
-      return failedPrecondition("bubblewrap (" + options_.bwrap +
-                                ") is not installed; install the bubblewrap package, or start "
-                                "with --sandbox none to run commands without isolation");
-    }
-    exe_fd_.reset(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-    if (!exe_fd_.valid())
+    prepared_.exe_fd.reset(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+    if (!prepared_.exe_fd.valid())
       return internalError("cannot open this program to run its sandbox helper");
     if (!without("uid")) {
-      BYD_ASSIGN_OR_RETURN(identity_, SandboxIdentity::create(options_.user, writable_));
+      BYD_ASSIGN_OR_RETURN(prepared_.identity, SandboxIdentity::create(options_.user, writable_));
     }
     layers = {"namespaces (user, mount, pid, net, ipc, uts)",
               "commands as " + (without("uid") ? "the server's uid (TEST: uid layer off)"
-                                               : identity_.describe()),
+                                               : prepared_.identity.describe()),
               "no capabilities",
               "no_new_privs",
               without("seccomp-setid") ? "seccomp (TEST: setuid/setgid refusals off)"
@@ -107,8 +105,8 @@ Status Sandbox::prepare() {
   } else {
     layers = {"NO ISOLATION (--sandbox none)"};
   }
-  cgroups_ = CgroupSet::create(options_.limits);
-  layers.push_back(cgroups_->describe());
+  prepared_.cgroups = CgroupSet::create(options_.limits);
+  layers.push_back(prepared_.cgroups->describe());
   layers.push_back("rlimits");
   if (options_.isolate) {
     const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/);
@@ -118,7 +116,7 @@ Status Sandbox::prepare() {
                                " (writes only to the workspace and /tmp)"
                          : "no Landlock (the kernel lacks it; read-only mounts confine writes)");
   }
-  for (size_t i = 0; i < layers.size(); ++i) layers_ += (i ? ", " : "") + layers[i];
+  for (size_t i = 0; i < layers.size(); ++i) prepared_.layers += (i ? ", " : "") + layers[i];
   return okStatus();
 }
 
@@ -131,7 +129,8 @@ Status Sandbox::verify() const {
   // Once, and not at start-up: a sandboxed `exit 0` costs tens of milliseconds that the
   // server's start need not wait for. Whoever runs first waits for it.
   std::call_once(verified_once_, [this] {
-    if (!options_.isolate) return;
+    verified_ = prepare();
+    if (!verified_.ok() || !options_.isolate) return;
     RunRequest probe;
     probe.argv = {"/bin/sh", "-c", "exit 0"};
     probe.cwd = "/";
@@ -171,7 +170,7 @@ std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
       made.push_back(std::move(dir));
     }
   }
-  a.insert(a.end(), {"--ro-bind", "/proc/self/fd/" + std::to_string(exe_fd_.get()),
+  a.insert(a.end(), {"--ro-bind", "/proc/self/fd/" + std::to_string(prepared_.exe_fd.get()),
                      zygote::kHelperPath, "--ro-bind", "/usr", "/usr"});
   // Merged-/usr systems have /bin -> usr/bin: recreate the link rather than bind the target.
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
@@ -340,7 +339,7 @@ std::vector<std::pair<int, rlim_t>> Sandbox::rlimits() const {
   if (l.file_size_bytes) out.push_back({RLIMIT_FSIZE, l.file_size_bytes});
   if (l.open_files) out.push_back({RLIMIT_NOFILE, l.open_files});
   if (l.cpu_seconds) out.push_back({RLIMIT_CPU, l.cpu_seconds});
-  if (l.processes && !(cgroups_ && cgroups_->limitsProcesses())) {
+  if (l.processes && !(prepared_.cgroups && prepared_.cgroups->limitsProcesses())) {
     out.push_back({RLIMIT_NPROC, l.processes});
   }
   return out;
@@ -355,7 +354,7 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
     return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
   }
   Started started;
-  started.cgroup = cgroups_ ? cgroups_->start() : CgroupRun();
+  started.cgroup = prepared_.cgroups ? prepared_.cgroups->start() : CgroupRun();
 
   ChildSetup s;
   s.argv_storage = options_.isolate ? helperArgs(request) : request.argv;
@@ -369,9 +368,9 @@ Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::ve
   s.inherit = inherit;
   if (!options_.isolate) s.rlimits = rlimits();  // the helper sets them for each command
   std::vector<SandboxIdentity::Mount> id_mounts;
-  if (options_.isolate && identity_.changesUid()) {
-    BYD_ASSIGN_OR_RETURN(id_mounts, identity_.makeMounts());
-    s.userns_fd = identity_.userNamespace();
+  if (options_.isolate && prepared_.identity.changesUid()) {
+    BYD_ASSIGN_OR_RETURN(id_mounts, prepared_.identity.makeMounts());
+    s.userns_fd = prepared_.identity.userNamespace();
     for (const auto& m : id_mounts) s.id_mounts.emplace_back(m.dir.c_str(), m.fd.get());
   } else if (options_.isolate) {
     s.own_user_ns = true;
@@ -463,15 +462,15 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   UniqueFd control(sv[0]), helper_end(sv[1]);
   RunRequest request;
   // Its options: how commands drop the server's identity, and the layers a test left out.
-  std::string helper_options = identity_.changesUid() ? "setuid" : "userns";
+  std::string helper_options = prepared_.identity.changesUid() ? "setuid" : "userns";
   for (const std::string& layer : options_.without) helper_options += ",no-" + layer;
   request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(helper_end.get()),
                   helper_options};
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
   request.cwd = "/";
   request.env = {"PATH=/usr/bin:/bin"};
-  BYD_ASSIGN_OR_RETURN(Started started,
-                       spawn(request, {helper_end.get(), exe_fd_.get()}, /*stdin_pipe=*/false));
+  BYD_ASSIGN_OR_RETURN(Started started, spawn(request, {helper_end.get(), prepared_.exe_fd.get()},
+                                              /*stdin_pipe=*/false));
   helper_ = std::make_shared<ZygoteClient>(started.pid, std::move(control),
                                            std::move(started.stderr_r), std::move(started.cgroup));
   return helper_;
@@ -489,7 +488,7 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                                                    const std::vector<int>& extra_fds,
                                                    bool stdin_pipe, bool own_cgroup) const {
   if (extra_fds.size() > 3) return internalError("at most three extra descriptors");
-  CgroupRun cgroup = own_cgroup && cgroups_ ? cgroups_->start() : CgroupRun();
+  CgroupRun cgroup = own_cgroup && prepared_.cgroups ? prepared_.cgroups->start() : CgroupRun();
   if (extra_fds.size() + cgroup.procsFds().size() > 3) {
     return internalError("too many descriptors for one launch");
   }

@@ -69,20 +69,22 @@ ssize_t writeSomeNoSigpipe(int fd, std::string_view data);
 
 class Sandbox {
  public:
-  // Probes what the kernel allows (a sandboxed `true` must run) and prepares the filter.
-  // `writable` are the workspace directories, bound read-write at their own paths.
+  // A sandbox for `writable`, the workspace directories (bound read-write at their own
+  // paths). Only what costs nothing is checked here (bubblewrap is installed); the rest is
+  // prepared by the first verify().
   static Result<std::unique_ptr<Sandbox>> create(std::vector<std::string> writable,
                                                  SandboxOptions options);
   ~Sandbox();
 
-  // Runs a sandboxed `exit 0` once (later calls return the first answer): OK, or why the
-  // kernel refuses the sandbox. run() and launch() wait for it.
+  // Once (later calls return the first answer): prepares the sandbox (who its commands are,
+  // cgroups, what the kernel offers) and runs a sandboxed `exit 0`. OK, or why the sandbox
+  // cannot run. run() and launch() wait for it, so that a server's start does not.
   Status verify() const;
-  // One line for the start-up log: the layers in force.
-  const std::string& layers() const { return layers_; }
+  // One line for the start-up log: the layers in force (after verify()).
+  const std::string& layers() const { return prepared_.layers; }
   bool isolated() const { return options_.isolate; }
-  // Who sandboxed processes are on the host (see sandbox_identity.h).
-  const SandboxIdentity& identity() const { return identity_; }
+  // Who sandboxed processes are on the host (see sandbox_identity.h; after verify()).
+  const SandboxIdentity& identity() const { return prepared_.identity; }
 
   Result<RunResult> run(const RunRequest& request, const CancelToken& cancel) const;
 
@@ -124,16 +126,21 @@ class Sandbox {
   // The running helper, started (again) when there is none.
   Result<std::shared_ptr<ZygoteClient>> helper() const;
   std::vector<std::pair<int, rlim_t>> rlimits() const;
-  Status prepare();
+  Status prepare() const;
 
   const std::vector<std::string> writable_;
   const SandboxOptions options_;
-  std::string layers_;
+
   bool without(std::string_view layer) const;
 
-  SandboxIdentity identity_;            // who commands are on the host
-  std::unique_ptr<CgroupSet> cgroups_;  // null until prepare() has probed them
-  UniqueFd exe_fd_;                     // this binary, bound into the sandbox as the helper
+  // What prepare() finds: written once, by the first verify(), and read only after it.
+  struct Prepared {
+    SandboxIdentity identity;            // who commands are on the host
+    std::unique_ptr<CgroupSet> cgroups;  // null until prepare() has probed them
+    UniqueFd exe_fd;                     // this binary, bound into the sandbox as the helper
+    std::string layers;
+  };
+  mutable Prepared prepared_;
   mutable std::mutex helper_mu_;
   mutable std::shared_ptr<ZygoteClient> helper_;
   mutable std::once_flag verified_once_;
