@@ -13,12 +13,18 @@ namespace byd::docker {
 
 using Clock = std::chrono::steady_clock;
 
-SupervisorOptions supervision(const CommandSpec& spec) {
+SupervisorOptions supervision(const CommandSpec& spec, std::function<void()> kill) {
   SupervisorOptions o;
   o.timeout = spec.timeout;
   o.max_output = spec.max_output;
   o.cancel = spec.cancel;
   o.on_progress = spec.on_line;
+  o.grace = std::chrono::seconds(5);  // for the command's end to be reported after the kill
+  o.stop = [kill = std::move(kill)](int step) {
+    if (step > 1) return false;
+    kill();
+    return true;
+  };
   return o;
 }
 
@@ -118,15 +124,10 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
     usable_ = false;
     return s;
   }
-  SupervisorOptions o = supervision(spec);
-  o.grace = std::chrono::seconds(5);  // for the runner to report the end after a kill
-  o.stop = [this](int step) {
-    if (step > 1)
-      return false;  // it did not answer the kill: out of step, or its container is gone
+  // A runner that does not answer the kill is out of step, or its container is gone.
+  Supervisor sup(supervision(spec, [this] {
     if (!send({{"type", "kill"}}).ok()) usable_ = false;
-    return true;
-  };
-  Supervisor sup(std::move(o));
+  }));
   Status failure = okStatus();
   json end;  // the exit frame, once it has come
   bool gone = false;

@@ -39,8 +39,9 @@ struct CommandOutcome : Captured {
   bool no_status = false;       // the command's status never came
 };
 
-// The supervisor's options for `spec`, from now; its stop steps are the caller's.
-SupervisorOptions supervision(const CommandSpec& spec);
+// The supervisor's options for `spec`, from now: at the deadline or a cancel, `kill` once, then
+// 5 s for the command's end to be reported before the supervisor gives up.
+SupervisorOptions supervision(const CommandSpec& spec, std::function<void()> kill);
 
 class ContainerRunner {
  public:

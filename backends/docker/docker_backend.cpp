@@ -243,14 +243,7 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
                                                    {"Tty", false}}));
   const std::string exec_id = made.value("Id", "");
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(exec_id));
-  SupervisorOptions o = docker::supervision(spec);
-  o.grace = std::chrono::seconds(5);  // for the stream to end after the kill
-  o.stop = [&](int step) {
-    if (step > 1) return false;
-    endAll(container);
-    return true;
-  };
-  Supervisor sup(std::move(o));
+  Supervisor sup(docker::supervision(spec, [&] { endAll(container); }));
   bool malformed = false;
   std::string err_tail;
   docker::StreamDemuxer demux;

@@ -274,6 +274,22 @@ namespace {
 
 constexpr auto kGrace = std::chrono::milliseconds(500);
 
+// A process's standard streams: a pipe for stdin (or /dev/null, whose read end is `in.read`),
+// and pipes for stdout and stderr.
+struct StdioPipes {
+  PipeFds in, out, err;
+};
+Result<StdioPipes> makeStdioPipes(bool stdin_pipe) {
+  StdioPipes p;
+  if ((stdin_pipe
+           ? !makePipe(p.in)
+           : (p.in.read.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)), !p.in.read.valid())) ||
+      !makePipe(p.out) || !makePipe(p.err)) {
+    return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
+  }
+  return p;
+}
+
 // How a process tree is watched and stopped.
 struct Tree {
   int ended_fd = -1;  // readable when it may have ended
@@ -347,12 +363,8 @@ std::vector<std::pair<int, rlim_t>> Sandbox::rlimits() const {
 
 Result<Sandbox::Started> Sandbox::spawn(const RunRequest& request, const std::vector<int>& inherit,
                                         bool stdin_pipe) const {
-  PipeFds in, out, err;
-  if ((stdin_pipe ? !makePipe(in)
-                  : (in.read.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)), !in.read.valid())) ||
-      !makePipe(out) || !makePipe(err)) {
-    return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
-  }
+  BYD_ASSIGN_OR_RETURN(StdioPipes io, makeStdioPipes(stdin_pipe));
+  PipeFds &in = io.in, &out = io.out, &err = io.err;
   Started started;
   started.cgroup = prepared_.cgroups ? prepared_.cgroups->start() : CgroupRun();
 
@@ -406,7 +418,7 @@ Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
       std::string payload;
       std::vector<int> fds;
       const ssize_t n = zygote::receiveMessage(p.sock.get(), payload, fds);
-      for (int fd : fds) ::close(fd);
+      const std::vector<UniqueFd> unexpected(fds.begin(), fds.end());  // none is due: closed
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
       if (n > 0 && payload[0] == zygote::kStatus && payload.size() == 1 + sizeof(int)) {
         memcpy(&status, payload.data() + 1, sizeof(int));
@@ -498,12 +510,8 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                          {"rlimits", rlimits()},
                          {"cgroups", cgroup.procsFds().size()}};
   const std::string spec_text = spec.dump();
-  PipeFds in, out, err;
-  if ((stdin_pipe ? !makePipe(in)
-                  : (in.read.reset(open("/dev/null", O_RDONLY | O_CLOEXEC)), !in.read.valid())) ||
-      !makePipe(out) || !makePipe(err)) {
-    return resourceExhausted("cannot create pipes: " + std::string(strerror(errno)));
-  }
+  BYD_ASSIGN_OR_RETURN(StdioPipes io, makeStdioPipes(stdin_pipe));
+  PipeFds &in = io.in, &out = io.out, &err = io.err;
   std::vector<int> fds = {in.read.get(), out.write.get(), err.write.get()};
   fds.insert(fds.end(), extra_fds.begin(), extra_fds.end());
   fds.insert(fds.end(), cgroup.procsFds().begin(), cgroup.procsFds().end());

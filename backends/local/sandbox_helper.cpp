@@ -405,6 +405,11 @@ int helperMain(int control, const std::vector<std::string>& writable,
   std::string payload;
   std::vector<int> fds;
   Spare spare = makeSpare(control, writable, *bpf, options);
+  // The old spare goes (its init exits) before the new one is cloned.
+  auto renew = [&] {
+    spare = Spare();
+    spare = makeSpare(control, writable, *bpf, options);
+  };
   while (true) {
     const ssize_t n = zygote::receiveMessage(control, payload, fds);
     if (n <= 0) return n == 0 ? 0 : 1;  // the server has gone
@@ -414,10 +419,7 @@ int helperMain(int control, const std::vector<std::string>& writable,
     // replaced once.
     bool taken = false;
     for (int attempt = 0; attempt < 2 && !taken; ++attempt) {
-      if (!spare.request.valid() || attempt > 0) {
-        spare = Spare();
-        spare = makeSpare(control, writable, *bpf, options);
-      }
+      if (!spare.request.valid() || attempt > 0) renew();
       taken = spare.request.valid() && zygote::sendMessage(spare.request.get(), payload, fds);
     }
     if (taken) {
@@ -429,8 +431,7 @@ int helperMain(int control, const std::vector<std::string>& writable,
     }
     // Closed before the next spare is cloned: it would hold the command's pipes open.
     received.clear();
-    spare = Spare();
-    spare = makeSpare(control, writable, *bpf, options);
+    renew();
   }
 }
 
