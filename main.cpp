@@ -21,10 +21,10 @@
 #include "common/logging.h"
 #include "common/text.h"
 #include "config.h"
-#include "mcp/http_server.h"
 #include "mcp/server.h"
 #include "mcp/transport_stdio.h"
 #include "permissions/guard.h"
+#include "serve_http.h"
 #include "session_factory.h"
 #include "tools/registry.h"
 
@@ -38,64 +38,6 @@ std::atomic<bool> g_signalled{false};
 void onSignal(int) {
   g_signalled = true;
   if (g_transport) g_transport->stop();
-}
-
-// Serves MCP over HTTP until SIGTERM or SIGINT. Each session opens a backend of its own (its
-// own sandbox and Python kernels); the one opened at start, which checks the configuration,
-// serves the first session.
-int serveHttp(const byd::Config& config, const byd::permissions::Guard& guard) {
-  byd::mcp::blockStopSignals();
-
-  byd::SessionFactory sessions(config, guard);
-  auto first = sessions.start();
-  if (!first.ok()) {
-    fprintf(stderr, "backyard-mcp: %s\n", first.status().message().c_str());
-    return kUsageError;
-  }
-  const std::string description =
-      config.workspace_root.empty()
-          ? (*first)->description
-          : "a fresh directory under " + config.workspace_root + " for each session";
-  const byd::mcp::ServerOptions options = sessions.serverOptions(**first);
-  const std::string tools = (*first)->tools;
-  first->reset();  // the factory keeps it for the first session
-  byd::mcp::SessionFactory factory = [&sessions] { return sessions.next(); };
-  byd::mcp::HttpOptions http;
-  http.host = config.listenHost();
-  http.port = config.listenPort();
-  http.allowed_hosts = config.allowed_hosts;
-  http.token = config.token;
-  http.max_body_bytes = config.max_message_bytes;
-  http.max_sessions = config.max_sessions;
-  http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
-  http.shutdown_grace = std::chrono::seconds(static_cast<int64_t>(config.shutdown_grace_s));
-  http.read_timeout = std::chrono::seconds(static_cast<int64_t>(config.read_timeout_s));
-  http.max_connections = config.max_connections;
-  http.max_connections_per_address = config.max_connections_per_address;
-  http.version = BYD_VERSION;
-  // Stateless clients would share one workspace: not when each session must have its own.
-  http.stateless = config.workspace_root.empty();
-  byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
-  if (byd::Status s = server.bind(); !s.ok()) {
-    fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());
-    return 1;
-  }
-  const std::string host =
-      http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
-  fprintf(stderr,
-          "backyard-mcp %s: serving %s over HTTP at http://%s:%d/mcp with tools %s under the "
-          "'%s' ruleset%s.\n",
-          BYD_VERSION, description.c_str(), host.c_str(), server.port(), tools.c_str(),
-          guard.ruleset().name().c_str(),
-          http.token.empty() ? "" : "; clients must send the bearer token");
-  bool signalled = false;
-  byd::Status run = byd::mcp::runUntilStopSignal(server, &signalled);
-  if (!run.ok()) {
-    spdlog::error("{}", run.message());
-    return 1;
-  }
-  spdlog::info("{}; bye", signalled ? "stopped by signal" : "stopped");
-  return 0;
 }
 
 }  // namespace
@@ -134,7 +76,7 @@ int main(int argc, char** argv) {
   }
   const byd::permissions::Guard guard(*rules, fallback);
 
-  if (config.transport == "http") return serveHttp(config, guard);
+  if (config.transport == "http") return byd::serveHttp(config, guard);
 
   byd::SessionFactory sessions(config, guard);
   auto started = sessions.start();

@@ -166,13 +166,14 @@ Result<json> Server::withPeer(const std::string& method, const std::string& name
                               const std::function<Result<json>(Peer&)>& run) {
   json answers = json::object();
   // A requestState is bound to the arguments of the request it was issued for.
-  const std::string digest = signer_.digest(arguments.dump());
+  const auto digest = [&] { return signer_.digest(arguments.dump()); };
   if (caller.stateless) {
     // Answers the client sends now; what an earlier round settled (signed) wins over them.
     if (input.responses.is_object()) answers = input.responses;
     if (input.request_state) {
       BYD_ASSIGN_OR_RETURN(json state, signer_.verify(*input.request_state, method, name));
-      if (state.value("arguments", "") != digest) {
+      BYD_ASSIGN_OR_RETURN(const std::string expected, digest());
+      if (state.value("arguments", "") != expected) {
         return invalidArgument("requestState belongs to a request with other arguments");
       }
       const json settled = state.value("answers", json::object());
@@ -188,10 +189,13 @@ Result<json> Server::withPeer(const std::string& method, const std::string& name
   Result<json> result = run(peer);
   if (!peer.open().empty()) {
     // Questions the client has not answered yet: it answers them and asks again.
+    BYD_ASSIGN_OR_RETURN(const std::string bound, digest());
+    BYD_ASSIGN_OR_RETURN(
+        std::string state,
+        signer_.sign({{"answers", peer.used()}, {"arguments", bound}}, method, name));
     return json{{"resultType", "input_required"},
                 {"inputRequests", peer.open()},
-                {"requestState",
-                 signer_.sign({{"answers", peer.used()}, {"arguments", digest}}, method, name)}};
+                {"requestState", std::move(state)}};
   }
   return result;
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/lazy_library.h"
 #include "common/text.h"
 #include "mcp/protocol.h"
 
@@ -247,6 +248,29 @@ json headerParams(const json& input_schema) {
   return out;
 }
 
+namespace {
+
+// HMAC-SHA256 from libcrypto, which is loaded when a state is first signed or checked: a server
+// that never serves the stateless revision does not pay for OpenSSL's start.
+struct CryptoApi {
+  unsigned char* (*hmac)(const EVP_MD*, const void*, int, const unsigned char*, size_t,
+                         unsigned char*, unsigned int*);
+  const EVP_MD* (*sha256)();
+  int (*memcmp)(const void*, const void*, size_t);
+};
+
+bool bindCrypto(void* lib, CryptoApi& api) {
+  return bindSymbol(lib, "HMAC", api.hmac) && bindSymbol(lib, "EVP_sha256", api.sha256) &&
+         bindSymbol(lib, "CRYPTO_memcmp", api.memcmp);
+}
+
+Result<const CryptoApi*> cryptoApi() {
+  return loadLibraryOnce<CryptoApi>("libcrypto.so.3", bindCrypto, "signing requestState",
+                                    "libssl3");
+}
+
+}  // namespace
+
 StateSigner::StateSigner() {
   if (getrandom(key_, sizeof key_, 0) != static_cast<ssize_t>(sizeof key_)) {
     // getrandom cannot fail for 32 bytes once the pool is initialised; stop rather than sign
@@ -255,19 +279,24 @@ StateSigner::StateSigner() {
   }
 }
 
-std::string StateSigner::mac(std::string_view data) const {
+Result<std::string> StateSigner::mac(std::string_view data) const {
+  BYD_ASSIGN_OR_RETURN(const CryptoApi* crypto, cryptoApi());
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key_, sizeof key_, reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &len);
+  if (crypto->hmac(crypto->sha256(), key_, sizeof key_,
+                   reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
+                   &len) == nullptr) {
+    return internalError("HMAC-SHA256 failed");
+  }
   return toHex(out, len);
 }
 
-std::string StateSigner::sign(const json& payload, std::string_view method, std::string_view name,
-                              int64_t ttl_s) const {
+Result<std::string> StateSigner::sign(const json& payload, std::string_view method,
+                                      std::string_view name, int64_t ttl_s) const {
   const json body = {{"p", payload}, {"m", method}, {"n", name}, {"x", nowSeconds() + ttl_s}};
   const std::string encoded = base64Url(body.dump());
-  return encoded + "." + mac(encoded);
+  BYD_ASSIGN_OR_RETURN(std::string tag, mac(encoded));
+  return encoded + "." + tag;
 }
 
 Result<json> StateSigner::verify(std::string_view state, std::string_view method,
@@ -276,10 +305,11 @@ Result<json> StateSigner::verify(std::string_view state, std::string_view method
   const size_t dot = state.rfind('.');
   if (dot == std::string_view::npos) return failed();
   const std::string_view encoded = state.substr(0, dot);
-  const std::string expected = mac(encoded);
+  BYD_ASSIGN_OR_RETURN(const std::string expected, mac(encoded));
+  BYD_ASSIGN_OR_RETURN(const CryptoApi* crypto, cryptoApi());
   const std::string_view given = state.substr(dot + 1);
   if (given.size() != expected.size() ||
-      CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0) {
+      crypto->memcmp(given.data(), expected.data(), expected.size()) != 0) {
     return failed();
   }
   auto text = fromBase64Url(encoded);

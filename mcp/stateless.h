@@ -84,16 +84,17 @@ class StateSigner {
  public:
   StateSigner();
   // `payload` is bound to the method and name it was issued for, and expires after `ttl_s`.
-  std::string sign(const json& payload, std::string_view method, std::string_view name,
-                   int64_t ttl_s = 600) const;
+  // An error only when libcrypto cannot be loaded.
+  Result<std::string> sign(const json& payload, std::string_view method, std::string_view name,
+                           int64_t ttl_s = 600) const;
   // The payload, or InvalidArgument when the state was altered, is for another request, or
   // has expired.
   Result<json> verify(std::string_view state, std::string_view method, std::string_view name) const;
   // A keyed digest of `data` (hex), to bind a state to the request's arguments.
-  std::string digest(std::string_view data) const { return mac(data); }
+  Result<std::string> digest(std::string_view data) const { return mac(data); }
 
  private:
-  std::string mac(std::string_view data) const;
+  Result<std::string> mac(std::string_view data) const;
   unsigned char key_[32];
 };
 

@@ -148,7 +148,13 @@ TEST(HeaderParamsTest, OnlyDirectScalarPropertiesCount) {
 TEST(StateSignerTest, RoundTripsAndRefusesTampering) {
   const StateSigner signer;
   const json payload = {{"answers", {{"q", {{"action", "accept"}}}}}};
-  const std::string state = signer.sign(payload, "tools/call", "greet");
+  const auto signed_state = signer.sign(payload, "tools/call", "greet");
+  ASSERT_TRUE(signed_state.ok()) << signed_state.status().message();
+  const std::string& state = *signed_state;
+  // base64url(payload) "." and the 64 hex digits of an HMAC-SHA256.
+  ASSERT_GT(state.size(), 65u);
+  EXPECT_EQ(state[state.size() - 65], '.');
+  EXPECT_EQ(state.find_first_not_of("0123456789abcdef", state.size() - 64), std::string::npos);
   auto back = signer.verify(state, "tools/call", "greet");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, payload);
@@ -166,8 +172,9 @@ TEST(StateSignerTest, RoundTripsAndRefusesTampering) {
 
 TEST(StateSignerTest, ExpiredStateIsRefused) {
   const StateSigner signer;
-  const std::string state = signer.sign(json::object(), "tools/call", "t", /*ttl_s=*/-1);
-  auto r = signer.verify(state, "tools/call", "t");
+  const auto state = signer.sign(json::object(), "tools/call", "t", /*ttl_s=*/-1);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  auto r = signer.verify(*state, "tools/call", "t");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("expired"), std::string::npos);
 }
