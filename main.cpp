@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -86,6 +88,17 @@ int main(int argc, char** argv) {
   }
   const std::shared_ptr<byd::SessionStack>& opened = *started;
   byd::mcp::StdioTransport transport(STDIN_FILENO, STDOUT_FILENO, config.max_message_bytes);
+  // The sandbox is checked, and its helper and a spare kernel started, once the first answer
+  // is out (on two cores that work would otherwise delay it by about 2 ms), or 50 ms after
+  // start when no message has come (a person at a terminal sees the sandbox's report at once).
+  transport.afterFirstSend([&opened] { opened->warmUp(); });
+  std::jthread warm_timer([&opened](std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any never;
+    std::unique_lock lock(mu);
+    never.wait_for(lock, stop, std::chrono::milliseconds(50), [] { return false; });
+    if (!stop.stop_requested()) opened->warmUp();
+  });
   byd::mcp::Server server(transport, *opened->backend, config.limits,
                           sessions.serverOptions(*opened), &guard);
 

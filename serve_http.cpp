@@ -30,6 +30,7 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
           : "a fresh directory under " + config.workspace_root + " for each session";
   const byd::mcp::ServerOptions options = sessions.serverOptions(**first);
   const std::string tools = (*first)->tools;
+  (*first)->warmUp();
   first->reset();  // the factory keeps it for the first session
   byd::mcp::SessionFactory factory = [&sessions] { return sessions.next(); };
   byd::mcp::HttpOptions http;

@@ -82,9 +82,9 @@ Result<SessionStack> openDocker(const Config& config, bool warm) {
   return out;
 }
 
-// `warm`: check the sandbox and start its helper and a spare Python kernel now, in the
-// background (stdio, and the first HTTP session); otherwise when first needed (further HTTP
-// sessions: an idle one then costs no processes).
+// `warm`: the stack can be warmed up (SessionStack::warmUp: stdio, and the first HTTP
+// session); otherwise the sandbox is checked and its helper and kernels started when first
+// needed (further HTTP sessions: an idle one then costs no processes).
 Result<SessionStack> openStack(const Config& c, bool warm) {
   SessionStack out;
   if (c.backend == "state") {
@@ -106,18 +106,20 @@ Result<SessionStack> openStack(const Config& c, bool warm) {
     options.without = splitList(without, ',');
   }
   auto sandbox = Sandbox::create(local->writableDirs(), options);
-  PythonOptions python = c.python;
-  python.spare_at_start = warm;
   if (sandbox.ok() && warm) {
     // The kernel's answer comes in the background, so start-up does not wait for it.
     const Sandbox* box = sandbox->get();
-    out.verifier = std::jthread([box] {
-      if (Status s = box->verify(); s.ok()) {
-        spdlog::info("sandbox: {}", box->layers());
-      } else {
-        spdlog::warn("execute and run_python are unavailable: {}", s.message());
-      }
-    });
+    LocalBackend* backend = local.get();
+    out.warm_up = [box, backend] {
+      return std::jthread([box, backend] {
+        if (Status s = box->verify(); s.ok()) {
+          spdlog::info("sandbox: {}", box->layers());
+          backend->warmPython();
+        } else {
+          spdlog::warn("execute and run_python are unavailable: {}", s.message());
+        }
+      });
+    };
   }
   if (sandbox.ok()) {
     if (!options.isolate) {
@@ -126,7 +128,7 @@ Result<SessionStack> openStack(const Config& c, bool warm) {
       }
       out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
     }
-    local->setSandbox(std::move(*sandbox), "", python);
+    local->setSandbox(std::move(*sandbox), "", c.python);
   } else {
     spdlog::warn("execute is unavailable: {}", sandbox.status().message());
     local->setSandbox(nullptr, sandbox.status().message());

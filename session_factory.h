@@ -6,10 +6,12 @@
 // serves the first session), then one for each further session and one for the stateless
 // requests, through next().
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "backends/backend.h"
 #include "backends/state/state_backend.h"
@@ -34,7 +36,18 @@ struct SessionStack {
   std::string sandbox_note;  // said in instructions when commands run unsandboxed
   std::string tools;         // the tools offered, as tools/list lists them
   std::string instructions;  // for initialize
-  std::jthread verifier;     // last: joined before the backend it checks is destroyed
+  // Starts a thread that checks the sandbox, then starts its helper and a spare Python kernel.
+  // Set on the stack start() makes; whoever serves it runs it once through warmUp(), when the
+  // work no longer competes with the first answer (stdio: right after it; HTTP: once listening).
+  // Thread-safe; only the first call does anything.
+  std::function<std::jthread()> warm_up;
+  void warmUp() {
+    std::call_once(*warmed_, [this] {
+      if (warm_up) verifier = std::exchange(warm_up, nullptr)();
+    });
+  }
+  std::unique_ptr<std::once_flag> warmed_ = std::make_unique<std::once_flag>();  // movable
+  std::jthread verifier;  // last: joined before the backend it checks is destroyed
 };
 
 class SessionFactory {

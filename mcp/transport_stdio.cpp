@@ -110,6 +110,12 @@ void StdioTransport::send(const nlohmann::json& message) {
   // The queue's buffer is the last batch's; after a large one, let the memory go.
   if (queued_.capacity() > kMaxQueuedBytes / 4) std::string().swap(queued_);
   drained_.notify_all();
+  if (after_first_send_) {
+    std::function<void()> fn = std::move(after_first_send_);
+    after_first_send_ = nullptr;
+    lock.unlock();
+    fn();
+  }
 }
 
 bool StdioTransport::writeAll(std::string_view data) const {

@@ -8,6 +8,7 @@
 // peer, not one each. A peer that stops reading blocks senders once kMaxQueuedBytes wait.
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -24,6 +25,10 @@ class StdioTransport : public Transport {
   Status run(MessageHandler& handler) override;
   void send(const nlohmann::json& message) override;
   void stop() override;
+  // Runs `fn` once, on the thread that sent it, right after the first message has been written
+  // (the server's start-up work that can wait runs after the first answer, not against it).
+  // Call before run().
+  void afterFirstSend(std::function<void()> fn) { after_first_send_ = std::move(fn); }
 
  private:
   void consume(std::string_view data, MessageHandler& handler);
@@ -40,6 +45,7 @@ class StdioTransport : public Transport {
   bool writing_ = false;  // a thread is in write(2); it takes queued_ when it is done
   bool broken_ = false;   // the peer has gone: nothing more is written
   std::string queued_;
+  std::function<void()> after_first_send_;  // taken by the first send() that writes
   // Reader state (run() thread only).
   std::string line_;
   bool discarding_ = false;

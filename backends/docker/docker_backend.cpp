@@ -505,9 +505,8 @@ Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
   {
     std::lock_guard lock(mu_);
     if (!python_) {
-      PythonOptions o = options_.python_options;
-      o.spare_at_start = false;
-      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); }, o);
+      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); },
+                                                 options_.python_options);
     }
     sessions = python_;
   }

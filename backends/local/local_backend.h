@@ -47,6 +47,10 @@ class LocalBackend : public Backend, public Executor {
   // says why.
   void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "",
                   PythonOptions python = {});
+  // Starts a spare Python kernel in the background (see PythonSessions::warm).
+  void warmPython() {
+    if (python_) python_->warm();
+  }
   // Every directory a sandboxed process may write: the root and the --allow directories.
   std::vector<std::string> writableDirs() const;
 

@@ -5,9 +5,11 @@
 namespace byd {
 
 PythonSessions::PythonSessions(Starter start, PythonOptions options)
-    : start_(std::move(start)), options_(std::move(options)) {
+    : start_(std::move(start)), options_(std::move(options)) {}
+
+void PythonSessions::warm() {
   std::lock_guard lock(mu_);
-  if (options_.spare_at_start) startSpare();
+  if (!spare_.valid()) startSpare();
 }
 
 PythonSessions::PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options)

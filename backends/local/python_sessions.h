@@ -20,9 +20,6 @@ struct PythonOptions {
   std::string python = "/usr/bin/python3";
   size_t max_sessions = 8;
   std::chrono::seconds idle{30 * 60};
-  // Start a spare kernel at once (stdio: one client, which will likely want one), or only
-  // with the first session (HTTP: many sessions, most idle, none should cost a kernel).
-  bool spare_at_start = true;
 };
 
 class PythonSessions {
@@ -40,6 +37,10 @@ class PythonSessions {
   };
   Result<Run> run(const std::string& session, const std::string& code, bool reset,
                   std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel);
+  // Starts the spare kernel now, unless one is already there or starting. Without this, the
+  // first session starts the first spare (HTTP: many sessions, most idle, none should cost a
+  // kernel); stdio calls it once the server has answered its first message.
+  void warm();
 
  private:
   struct Session {

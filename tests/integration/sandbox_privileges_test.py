@@ -243,9 +243,14 @@ class RootServer(PrivilegesTest):
 
     def test_sandbox_user_root_is_refused(self):
         ws = Workspace(owner=0)
+        # The sandbox is checked once the server has answered its first message.
+        initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
         proc = subprocess.run([BINARY, "--root", ws.path, "--sandbox-user", "root"],
-                              input=b"", capture_output=True, timeout=30)
+                              input=initialize.encode(), capture_output=True, timeout=30)
         ws.cleanup()
+        self.assertIn(b'"result"', proc.stdout)
         self.assertIn(b"--sandbox-user root: sandboxed commands never run as root", proc.stderr)
 
     def test_without_the_uid_layer_commands_are_root(self):

@@ -144,5 +144,26 @@ TEST(StdioTransportSend, APeerThatHasGoneEndsWritingWithoutBlockingOrCrashing) {
   EXPECT_EQ(returned.load(), 800);
 }
 
+TEST(StdioTransportSend, AfterFirstSendRunsOnceWithTheFirstMessageAlreadyWritten) {
+  Pipe out;
+  StdioTransport transport(-1, out.writeFd(), 1 << 20);
+  int runs = 0;
+  std::string seen;
+  transport.afterFirstSend([&] {
+    ++runs;
+    char buf[256];
+    const ssize_t n = read(out.readFd(), buf, sizeof buf);  // there already: does not block
+    if (n > 0) seen.assign(buf, static_cast<size_t>(n));
+  });
+  EXPECT_EQ(runs, 0);
+  transport.send({{"n", 1}});
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(seen, "{\"n\":1}\n");
+  transport.send({{"n", 2}});
+  EXPECT_EQ(runs, 1);
+  out.closeWrite();
+  EXPECT_EQ(out.drain(), "{\"n\":2}\n");
+}
+
 }  // namespace
 }  // namespace byd::mcp
