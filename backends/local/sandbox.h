@@ -67,6 +67,13 @@ bool writeNoSigpipe(int fd, std::string_view data);
 // One write(2) of as much of `data` as the pipe takes, SIGPIPE-free; -1 with errno on error.
 ssize_t writeSomeNoSigpipe(int fd, std::string_view data);
 
+// A process's standard streams: a pipe for stdin (or /dev/null, whose read end is `in.read`),
+// and pipes for stdout and stderr.
+struct StdioPipes {
+  PipeFds in, out, err;
+};
+Result<StdioPipes> makeStdioPipes(bool stdin_pipe);
+
 class Sandbox {
  public:
   // A sandbox for `writable`, the workspace directories (bound read-write at their own
