@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -112,16 +113,44 @@ const Setting* findSetting(std::string_view key) {
   return nullptr;
 }
 
+// A path setting's value from the config file in `dir`: relative paths made relative to `dir`
+// (a ruleset's preset name stays a name).
+nlohmann::json besideConfigFile(const Setting& s, const nlohmann::json& value,
+                                const std::filesystem::path& dir) {
+  const auto resolve = [&](const nlohmann::json& v) -> nlohmann::json {
+    if (!v.is_string()) return v;
+    const std::string text = v.get<std::string>();
+    if (text.empty() || text.front() == '/') return v;
+    if (s.type == SettingType::kRuleset) {
+      for (std::string_view name : permissions::presetNames()) {
+        if (name == text) return v;
+      }
+    }
+    std::string out = (dir / text).lexically_normal().string();
+    if (out.size() > 1 && out.back() == '/') out.pop_back();  // "dir/." is "dir/" so far
+    return out;
+  };
+  if (!value.is_array()) return resolve(value);
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& item : value) out.push_back(resolve(item));
+  return out;
+}
+
 // The config file's settings, over the defaults.
 Status applyConfigFile(const std::string& path, Config& c, SettingOrigins& origins) {
   BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readJsonFile(path, "config file"));
   const std::string source = "config file " + path;
   if (!doc.is_object()) return invalidArgument(source + ": not a JSON object");
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
   for (const auto& [key, value] : doc.items()) {
+    if (std::ranges::find(kConfigFileAnnotations, key) != std::end(kConfigFileAnnotations)) {
+      if (!value.is_string()) return invalidArgument(source + ": " + key + ": not a string");
+      continue;
+    }
     const Setting* s = findSetting(key);
     if (s == nullptr) return invalidArgument(source + ": unknown setting '" + key + "'");
     BYD_RETURN_IF_ERROR(checkSettingJson(*s, value, source + ": " + key));
-    s->set(c, value);
+    s->set(c, s->path ? besideConfigFile(*s, value, dir) : value);
     origins[key] = source;
   }
   return okStatus();

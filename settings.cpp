@@ -47,7 +47,8 @@ std::vector<Setting> makeTable() {
        [](Config& c, const json& v) {
          v.get_to(c.root);
          c.root_given = true;
-       }},
+       },
+       /*path=*/true},
       {"allow",
        "--allow",
        T::kList,
@@ -58,7 +59,8 @@ std::vector<Setting> makeTable() {
        0,
        0,
        nullptr,
-       BYD_MEMBER(allow)},
+       BYD_MEMBER(allow),
+       /*path=*/true},
       {"state_file",
        "--state-file",
        T::kString,
@@ -68,7 +70,8 @@ std::vector<Setting> makeTable() {
        0,
        0,
        nullptr,
-       BYD_MEMBER(state_file)},
+       BYD_MEMBER(state_file),
+       /*path=*/true},
       {"state_sync",
        "--state-sync",
        T::kBool,
@@ -159,7 +162,8 @@ std::vector<Setting> makeTable() {
            v.get_to(c.ruleset);
            c.ruleset_inline = nullptr;
          }
-       }},
+       },
+       /*path=*/true},
       {"ask_fallback",
        "--ask-fallback",
        T::kChoice,
@@ -207,7 +211,8 @@ std::vector<Setting> makeTable() {
        "--max-timeout",
        T::kInt,
        "SECONDS",
-       "the longest timeout_s execute accepts",
+       "the longest timeout_s that execute and run_python accept: a longer one is refused with "
+       "an error naming this limit, and a call without timeout_s gets its default cut to it",
        {},
        1,
        86400,
@@ -338,7 +343,8 @@ std::vector<Setting> makeTable() {
        0,
        0,
        nullptr,
-       BYD_MEMBER(token_file)},
+       BYD_MEMBER(token_file),
+       /*path=*/true},
       {"allow_host",
        "--allow-host",
        T::kList,
@@ -421,7 +427,8 @@ std::vector<Setting> makeTable() {
        0,
        0,
        nullptr,
-       BYD_MEMBER(workspace_root)},
+       BYD_MEMBER(workspace_root),
+       /*path=*/true},
       {"docker_host",
        "--docker-host",
        T::kString,
@@ -663,7 +670,8 @@ json configSchema() {
   json properties = json::object();
   const Config defaults;
   for (const Setting& s : settingsTable()) {
-    json p = {{"description", s.help}};
+    json p = {{"description",
+               std::string(s.help) + (s.path ? "; a relative path is relative to this file" : "")}};
     switch (s.type) {
       case SettingType::kInt:
         p["type"] = "integer";
@@ -692,12 +700,16 @@ json configSchema() {
     p["default"] = s.get(defaults);
     properties[s.key] = p;
   }
+  for (const char* key : kConfigFileAnnotations) {
+    properties[key] = {{"type", "string"},
+                       {"description", "for people and editors; the server ignores it"}};
+  }
   return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
           {"title", "backyard-mcp configuration"},
           {"description",
            "The server's settings, as a --config file holds them: the same settings as the "
-           "flags and the BACKYARD_* environment variables (generated from the settings table; "
-           "relative paths are relative to the current directory)."},
+           "flags and the BACKYARD_* environment variables (generated from the settings table). "
+           "A relative path in it is relative to the directory that holds the file."},
           {"type", "object"},
           {"additionalProperties", false},
           {"properties", properties}};

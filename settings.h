@@ -40,9 +40,15 @@ struct Setting {
   const char* shown_default = nullptr;  // for --help and the README, when the value is not it
   nlohmann::json (*get)(const Config&) = nullptr;
   void (*set)(Config&, const nlohmann::json&) = nullptr;
+  // Names a file or directory (a ruleset: when it is no preset). In the config file a relative
+  // one is relative to the file's directory, not to the current directory.
+  bool path = false;
 
   std::string envName() const;
 };
+
+// Keys a config file may hold beside the settings, which the server ignores.
+inline constexpr const char* kConfigFileAnnotations[] = {"$schema", "$comment"};
 
 // Every setting, in the order --help and the README list them.
 const std::vector<Setting>& settingsTable();

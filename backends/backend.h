@@ -139,12 +139,16 @@ class Executor {
   // Runs Python code in a named, persistent session.
   virtual Result<PythonResult> runPython(const PythonRequest& request,
                                          const CancelToken& cancel) = 0;
+  // False when runPython() can only refuse (Local under --sandbox none): run_python is then
+  // not offered.
+  virtual bool runsPython() const { return true; }
 };
 
 // A workspace: its files, and the executor that runs code in it if it has one.
 class Backend : public FileSystem {
  public:
-  // Null when the backend runs no code (State).
+  // Null when the backend runs no code (State; Local without a sandbox): execute and
+  // run_python are then not offered.
   virtual Executor* executor() { return nullptr; }
 };
 

@@ -68,7 +68,7 @@ Result<nlohmann::json> elicitationParams(permissions::Operation op, std::string_
 Result<bool> ElicitingApprover::approve(permissions::Operation op, std::string_view target,
                                         const permissions::Decision& why) {
   if (!supported_) {
-    return unimplemented("the client does not support elicitation, so it cannot ask the user");
+    return unimplemented(std::string(kNoElicitationAdvice));
   }
   BYD_ASSIGN_OR_RETURN(nlohmann::json params, elicitationParams(op, target, why));
   BYD_ASSIGN_OR_RETURN(nlohmann::json answer,

@@ -11,6 +11,13 @@
 
 namespace byd::mcp {
 
+// Why an ask is denied for a client without elicitation, and how to go on.
+inline constexpr std::string_view kNoElicitationAdvice =
+    "the client does not support elicitation, so it cannot ask the user. To go on, use a client "
+    "that supports elicitation, start the server with --ruleset permissive (which allows writes "
+    "and commands in the workspace), or with --ask-fallback allow (every 'ask' then runs "
+    "without approval)";
+
 class ElicitingApprover : public permissions::Approver {
  public:
   // Whether the client can be asked (it declared elicitation, and the request is not stateless).

@@ -428,6 +428,12 @@ Result<json> Server::onInitialize(const InitializeParams& p, const Caller&) {
   }
   spdlog::info("initialize: client {} {} asked for {}, speaking {}", p.client_name,
                p.client_version, p.protocol_version, version);
+  if (guard_ != nullptr && guard_->needsElicitation() && !p.capabilities.contains("elicitation")) {
+    spdlog::warn(
+        "client {} declares no elicitation: what the '{}' ruleset marks 'ask' will be "
+        "denied, because {}",
+        p.client_name, guard_->ruleset().name(), kNoElicitationAdvice);
+  }
   json info = {{"name", options_.name}, {"version", options_.version}};
   if (atLeast(version, "2025-06-18")) info["title"] = options_.title;
   return json{{"protocolVersion", version},

@@ -203,6 +203,7 @@ Result<json> Server::withPeer(const std::string& method, const std::string& name
 bool toolOffered(const Tool& tool, Backend& backend, const permissions::Guard* guard) {
   const bool runs_code = tool.spec->operation == "execute" || tool.spec->operation == "python";
   if (runs_code && backend.executor() == nullptr) return false;
+  if (tool.spec->operation == "python" && !backend.executor()->runsPython()) return false;
   if (guard == nullptr) return true;
   const auto op = permissions::parseOperation(tool.spec->operation);
   return op && !guard->hidden(*op);

@@ -49,6 +49,9 @@ class Guard {
   // Whether listings must hide `path`: reading it is denied outright.
   bool hidesFromListings(std::string_view path) const;
   bool hidden(Operation op) const { return rules_.alwaysDenied(op); }
+  // Whether an operation may need a human's approval that only elicitation can bring (some
+  // rule asks, and the fallback denies).
+  bool needsElicitation() const { return fallback_ == AskFallback::kDeny && rules_.mayAsk(); }
 
   const Ruleset& ruleset() const { return rules_; }
 

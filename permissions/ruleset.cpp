@@ -210,4 +210,14 @@ bool Ruleset::alwaysDenied(Operation op) const {
                      [](Action a) { return a == Action::kDeny; });
 }
 
+bool Ruleset::mayAsk() const {
+  for (const OperationRules& ops : ops_) {
+    if (ops.fallback.value_or(fallback_) == Action::kAsk) return true;
+    if (std::find(ops.actions.begin(), ops.actions.end(), Action::kAsk) != ops.actions.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace byd::permissions

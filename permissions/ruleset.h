@@ -63,6 +63,8 @@ class Ruleset {
   // True when `op` can never be allowed or asked: its default resolves to deny and no rule
   // allows or asks. Such operations' tools are hidden from tools/list.
   bool alwaysDenied(Operation op) const;
+  // True when some operation's default or some rule says "ask".
+  bool mayAsk() const;
 
   const std::string& name() const { return name_; }
   const nlohmann::json& json() const { return json_; }

@@ -30,8 +30,7 @@ std::string summary(const ExecResult& r, int64_t timeout_s) {
 Result<ToolOutput> runExecute(const json& args, ToolContext& ctx) {
   ExecRequest req;
   req.command = argString(args, "command");
-  const int64_t timeout_s =
-      std::min<int64_t>(argInt(args, "timeout_s", 120), ctx.limits.max_timeout_s);
+  BYD_ASSIGN_OR_RETURN(const int64_t timeout_s, argTimeout(args, 120, ctx.limits));
   req.timeout = std::chrono::seconds(timeout_s);
   req.max_output = ctx.limits.max_output_bytes;
   req.stdin_data = argString(args, "stdin");

@@ -41,8 +41,8 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
   req.code = argString(args, "code");
   req.session = argString(args, "session", "default");
   req.reset = argBool(args, "reset");
-  req.timeout = std::chrono::seconds(
-      std::min<int64_t>(argInt(args, "timeout_s", 30), ctx.limits.max_timeout_s));
+  BYD_ASSIGN_OR_RETURN(const int64_t timeout_s, argTimeout(args, 30, ctx.limits));
+  req.timeout = std::chrono::seconds(timeout_s);
   req.max_output = ctx.limits.max_output_bytes;
   Executor* executor = ctx.backend.executor();
   if (executor == nullptr) {  // the server does not offer the tool then; a direct caller learns why

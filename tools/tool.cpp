@@ -25,6 +25,19 @@ int64_t argInt(const json& args, std::string_view key, int64_t fallback) {
   return static_cast<int64_t>(d);
 }
 
+Result<int64_t> argTimeout(const json& args, int64_t fallback, const Limits& limits) {
+  if (!args.contains("timeout_s")) return std::min(fallback, limits.max_timeout_s);
+  const int64_t asked = argInt(args, "timeout_s", fallback);
+  if (asked > limits.max_timeout_s) {
+    return invalidArgument("timeout_s " + std::to_string(asked) +
+                           " is above this server's limit of " +
+                           std::to_string(limits.max_timeout_s) +
+                           " s (its --max-timeout): ask for at most that, or run the work in the "
+                           "background and check on it");
+  }
+  return asked;
+}
+
 bool argBool(const json& args, std::string_view key, bool fallback) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_boolean()) return fallback;

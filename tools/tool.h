@@ -25,7 +25,7 @@ struct Limits {
   uint64_t max_text_bytes = 100 * 1024;        // a text result is cut here, with a note
   uint64_t max_read_bytes = 10 * 1024 * 1024;  // largest file read_file/edit_file will load
   size_t max_results = 1000;                   // glob, grep and ls stop here
-  int64_t max_timeout_s = 600;                 // execute's timeout_s cannot exceed this
+  int64_t max_timeout_s = 600;                 // a larger timeout_s is refused
   size_t max_output_bytes = 100 * 1024;        // execute's stdout and stderr are each cut here
 };
 
@@ -74,5 +74,8 @@ struct ToolSpec {
 std::string argString(const json& args, std::string_view key, std::string_view fallback = "");
 int64_t argInt(const json& args, std::string_view key, int64_t fallback);
 bool argBool(const json& args, std::string_view key, bool fallback = false);
+// A command's timeout_s: `fallback` (at most the server's limit) when absent; a value above
+// the limit is refused, naming it, rather than cut without a word.
+Result<int64_t> argTimeout(const json& args, int64_t fallback, const Limits& limits);
 
 }  // namespace byd

@@ -40,7 +40,9 @@ class LocalBackend : public Backend, public Executor {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
-  Executor* executor() override { return this; }
+  // None without a sandbox (bubblewrap missing); under --sandbox none, commands but no Python.
+  Executor* executor() override { return sandbox_ ? this : nullptr; }
+  bool runsPython() const override { return python_ != nullptr; }
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
   // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and

@@ -56,6 +56,48 @@ class Settings(unittest.TestCase):
         self.assertEqual(got["workers"], {"value": 3, "from": "config file " + cfg})
         self.assertEqual(got["max_connections"], {"value": 1024, "from": "default"})
 
+    def test_relative_paths_in_a_config_file_are_relative_to_the_file(self):
+        os.mkdir(os.path.join(self.dir, "sub"))
+        with open(os.path.join(self.dir, "token"), "w") as f:
+            f.write("secret")
+
+        def from_root(doc):
+            r = run("--config", self.config(doc), "--print-config", cwd="/")
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            return {key: v["value"] for key, v in json.loads(r.stdout).items()}
+
+        got = from_root({"$comment": "paths beside this file", "root": ".", "allow": ["sub"],
+                         "token_file": "sub/../token", "transport": "http",
+                         "workspace_root": self.dir + "/sub", "ruleset": "default"})
+        self.assertEqual(got["root"], self.dir)
+        self.assertEqual(got["allow"], [os.path.join(self.dir, "sub")])
+        self.assertEqual(got["token_file"], os.path.join(self.dir, "token"))
+        self.assertEqual(got["workspace_root"], self.dir + "/sub")  # absolute: as it is
+        self.assertEqual(got["ruleset"], "default")  # a preset's name stays a name
+        got = from_root({"backend": "state", "state_file": "state.json"})
+        self.assertEqual(got["state_file"], os.path.join(self.dir, "state.json"))
+        # A ruleset file beside the config file is found from anywhere.
+        with open(os.path.join(self.dir, "rules.json"), "w") as f:
+            json.dump({"name": "mine", "default": "deny"}, f)
+        cfg = self.config({"root": ".", "ruleset": "rules.json"})
+        r = run("--config", cfg, "--print-ruleset", cwd="/")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(json.loads(r.stdout)["name"], "mine")
+        # On the command line a relative path still follows the current directory.
+        self.assertEqual(effective("--root", ".")["root"]["value"], ".")
+
+    def test_the_example_config_serves_its_own_directory_from_anywhere(self):
+        r = run("--config", os.path.join(ROOT, "examples", "config.json"), "--print-config",
+                cwd="/")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(json.loads(r.stdout)["root"]["value"], os.path.join(ROOT, "examples"))
+
+    def test_config_file_annotations_must_be_strings(self):
+        cfg = self.config({"$comment": 3})
+        r = run("--config", cfg)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"$comment: not a string", r.stderr)
+
     def test_every_type_from_the_environment(self):
         got = effective(env={"BACKYARD_ALLOW_HOST": "a.example,b.example",
                              "BACKYARD_SHUTDOWN_GRACE_S": "2.5", "BACKYARD_BACKEND": "state",
@@ -116,7 +158,9 @@ class Settings(unittest.TestCase):
                              "schemas/config.schema.json differs from the settings table: "
                              "regenerate it with backyard-mcp --print-config-schema")
         schema = json.loads(r.stdout)
-        self.assertEqual(sorted(schema["properties"]), sorted(effective()))
+        settings = [key for key in schema["properties"] if not key.startswith("$")]
+        self.assertEqual(sorted(settings), sorted(effective()))
+        self.assertEqual(sorted(set(schema["properties"]) - set(settings)), ["$comment", "$schema"])
 
     def test_the_readme_table_is_the_one_the_table_makes(self):
         r = run("--print-settings-table")
@@ -132,9 +176,11 @@ class Settings(unittest.TestCase):
 
     def test_a_file_the_schema_accepts_is_what_the_server_accepts(self):
         # Every default, written back as a config file, is accepted and changes nothing.
+        # (A relative path in a config file is read as relative to the file's directory.)
         doc = {key: v["value"] for key, v in effective().items()}
         got = effective("--config", self.config(doc))
-        self.assertEqual({k: v["value"] for k, v in got.items()}, doc)
+        expected = dict(doc, root=self.dir)  # the default root is "."
+        self.assertEqual({k: v["value"] for k, v in got.items()}, expected)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "backends/state/state_backend.h"
 #include "mcp/server.h"
@@ -106,7 +108,37 @@ TEST_F(ServerPermissionsTest, ClientWithoutElicitationIsDeniedWithReason) {
   json r = transport_.waitForId(2);
   EXPECT_EQ(text(r),
             "write for 'a.txt' needs approval (write default) and none was given: the client "
-            "does not support elicitation, so it cannot ask the user");
+            "does not support elicitation, so it cannot ask the user. To go on, use a client that "
+            "supports elicitation, start the server with --ruleset permissive (which allows "
+            "writes and commands in the workspace), or with --ask-fallback allow (every 'ask' "
+            "then runs without approval)");
+}
+
+// What the server logs while `run` runs, at warn and above.
+std::vector<std::string> warnings(const std::function<void()>& run) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("test", sink);
+  logger->set_level(spdlog::level::warn);
+  logger->set_pattern("%v");
+  spdlog::set_default_logger(logger);
+  run();
+  spdlog::set_default_logger(previous);
+  return sink->last_formatted();
+}
+
+TEST_F(ServerPermissionsTest, AClientWithoutElicitationIsToldAtInitializeHowToGoOn) {
+  const auto logged = warnings([&] { start("default", false); });
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("declares no elicitation: what the 'default' ruleset marks 'ask' "
+                           "will be denied"),
+            std::string::npos)
+      << logged[0];
+  EXPECT_NE(logged[0].find("--ruleset permissive"), std::string::npos);
+  EXPECT_NE(logged[0].find("--ask-fallback allow"), std::string::npos);
+  // A client that can be asked, or a ruleset that never asks, hears nothing.
+  EXPECT_TRUE(warnings([&] { start("default", true); }).empty());
+  EXPECT_TRUE(warnings([&] { start("readonly", false); }).empty());
 }
 
 TEST_F(ServerPermissionsTest, NoAnswerInTimeIsDenied) {

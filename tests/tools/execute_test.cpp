@@ -57,9 +57,18 @@ class ExecuteTest : public ::testing::Test {
   CancelToken cancel_;
 };
 
-TEST_F(ExecuteTest, TimeoutIsCappedByTheServerLimit) {
+TEST_F(ExecuteTest, ATimeoutAboveTheServerLimitIsRefusedNamingIt) {
   limits_.max_timeout_s = 1;
-  json s = sc({{"command", "sleep 30"}, {"timeout_s", 600}});
+  json r = run({{"command", "touch ran"}, {"timeout_s", 600}});
+  EXPECT_EQ(r.value("isError", false), true);
+  const std::string text = r["content"][0].value("text", "");
+  EXPECT_NE(text.find("timeout_s 600 is above this server's limit of 1 s"), std::string::npos)
+      << text;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.str() + "/ran"));  // refused before running
+  // Without timeout_s, the default is held to the limit, and the limit still kills.
+  json s = sc({{"command", "sleep 30"}});
+  EXPECT_EQ(s["timed_out"], true);
+  s = sc({{"command", "sleep 30"}, {"timeout_s", 1}});
   EXPECT_EQ(s["timed_out"], true);
 }
 
