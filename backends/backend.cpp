@@ -41,6 +41,10 @@ ExecResult execResultFrom(Captured captured, int exit_code, double duration_ms) 
   ExecResult r;
   r.stdout_data = std::move(captured.out);
   r.stderr_data = std::move(captured.err);
+  r.stdout_end = std::move(captured.out_end);
+  r.stderr_end = std::move(captured.err_end);
+  r.stdout_bytes = captured.out_bytes;
+  r.stderr_bytes = captured.err_bytes;
   r.stdout_truncated = captured.out_truncated;
   r.stderr_truncated = captured.err_truncated;
   r.timed_out = captured.timed_out;

@@ -57,7 +57,10 @@ struct ExecRequest {
 };
 
 struct ExecResult {
+  // Each stream whole, or when it was cut, its head here and its end in *_end (see Captured).
   std::string stdout_data, stderr_data;
+  std::string stdout_end, stderr_end;
+  uint64_t stdout_bytes = 0, stderr_bytes = 0;  // all the command wrote
   bool stdout_truncated = false, stderr_truncated = false;
   int exit_code = -1;  // as a shell reports it: 128+N when signal N ended the command
   bool timed_out = false;

@@ -13,11 +13,22 @@ void Supervisor::watch(int fd, short events, Handler handler) {
   watches_.push_back(Watch{fd, events, std::move(handler)});
 }
 
-void Supervisor::take(std::string_view data, std::string& sink, bool& truncated,
-                      std::string& tail) {
-  const size_t room = sink.size() < options_.max_output ? options_.max_output - sink.size() : 0;
-  sink.append(data.substr(0, room));
-  if (data.size() > room) truncated = true;
+void Supervisor::take(std::string_view data, Stream& stream, std::string& tail) {
+  stream.bytes += data.size();
+  const size_t cap = options_.max_output;
+  const size_t room = stream.head.size() < cap ? cap - stream.head.size() : 0;
+  stream.head.append(data.substr(0, room));
+  if (data.size() > room) {
+    const std::string_view past = data.substr(room);
+    const size_t keep = cap / 2;
+    if (past.size() >= keep) {
+      stream.end.assign(past.substr(past.size() - keep));
+    } else {
+      stream.end.append(past);
+      // Trimmed when twice what is kept, so that appending stays amortised O(1).
+      if (stream.end.size() > 2 * keep) stream.end.erase(0, stream.end.size() - keep);
+    }
+  }
   if (!options_.on_progress) return;
   tail.append(data);
   if (const size_t nl = tail.rfind('\n'); nl != std::string::npos) {
@@ -27,6 +38,43 @@ void Supervisor::take(std::string_view data, std::string& sink, bool& truncated,
     tail.erase(0, nl + 1);
   }
   if (tail.size() > 8192) tail.erase(0, tail.size() - 4096);  // a long line: its end will do
+}
+
+void Supervisor::skipped(bool to_err, uint64_t bytes) {
+  Stream& stream = to_err ? err_ : out_;
+  if (bytes == 0) return;
+  stream.bytes += bytes;
+  stream.gap = true;
+  stream.end.clear();  // what came before the dropped bytes is not the stream's end
+}
+
+void Supervisor::seal(Stream& stream, std::string& out, std::string& end, uint64_t& bytes,
+                      bool& truncated) {
+  bytes = stream.bytes;
+  const size_t keep = options_.max_output / 2;
+  if (stream.bytes <= stream.head.size()) {  // whole
+    out = std::move(stream.head);
+    return;
+  }
+  truncated = true;
+  if (stream.end.size() > keep) stream.end.erase(0, stream.end.size() - keep);
+  if (!stream.gap && stream.end.size() < keep && stream.head.size() > keep) {
+    // The end continues the head without a gap: it may take the head's last bytes.
+    const size_t more = std::min(keep - stream.end.size(), stream.head.size() - keep);
+    stream.end.insert(0, stream.head, stream.head.size() - more, more);
+  }
+  stream.head.resize(std::min(stream.head.size(), keep));
+  out = std::move(stream.head);
+  end = std::move(stream.end);
+}
+
+Captured& Supervisor::captured() {
+  if (!sealed_) {
+    sealed_ = true;
+    seal(out_, captured_.out, captured_.out_end, captured_.out_bytes, captured_.out_truncated);
+    seal(err_, captured_.err, captured_.err_end, captured_.err_bytes, captured_.err_truncated);
+  }
+  return captured_;
 }
 
 short Supervisor::readInto(int fd, bool to_err) {

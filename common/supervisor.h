@@ -32,9 +32,13 @@ struct SupervisorOptions {
   std::chrono::milliseconds grace{500};  // between stop steps
 };
 
-// What a supervised command left: its output, each stream cut at the cap, and what stopped it.
+// What a supervised command left: its output and what stopped it. A stream within the cap is
+// whole in `out`/`err`; a longer one keeps its head there and its end in `out_end`/`err_end`,
+// half the cap each (a build's errors and a test run's summary are at the end).
 struct Captured {
   std::string out, err;
+  std::string out_end, err_end;           // set when the stream was cut
+  uint64_t out_bytes = 0, err_bytes = 0;  // all the command wrote, shown or not
   bool out_truncated = false, err_truncated = false;
   bool timed_out = false, cancelled = false;
 };
@@ -48,9 +52,12 @@ class Supervisor {
   using Handler = std::function<short(short revents)>;
   void watch(int fd, short events, Handler handler);
 
-  // Output of the command, kept up to the cap (the rest only counts towards progress).
-  void out(std::string_view data) { take(data, captured_.out, captured_.out_truncated, out_tail_); }
-  void err(std::string_view data) { take(data, captured_.err, captured_.err_truncated, err_tail_); }
+  // Output of the command: the head up to the cap, then its latest bytes (see Captured).
+  void out(std::string_view data) { take(data, out_, out_tail_); }
+  void err(std::string_view data) { take(data, err_, err_tail_); }
+  // Bytes the command wrote that were dropped on their way here (past a cap elsewhere): they
+  // count in the stream's size, and what comes after them is not joined to what came before.
+  void skipped(bool to_err, uint64_t bytes);
   // A line to report as progress that the output did not carry (it came past a cap elsewhere).
   void progressLine(std::string_view line) { latest_line_.assign(line); }
   // Reads what `fd` (non-blocking) has into out() or err(): POLLIN while it may have more, 0 at
@@ -71,7 +78,8 @@ class Supervisor {
 
   // A stop step has been taken: the deadline passed, or a cancel came.
   bool stopping() const { return step_ > 0; }
-  Captured& captured() { return captured_; }
+  // What the command left; call once it has ended (after run()).
+  Captured& captured();
   double elapsedMs() const;
 
  private:
@@ -81,11 +89,22 @@ class Supervisor {
     short events;
     Handler handler;
   };
-  void take(std::string_view data, std::string& sink, bool& truncated, std::string& tail);
+  // One output stream as it comes.
+  struct Stream {
+    std::string head;  // up to the cap
+    std::string end;   // past the cap: the latest bytes, up to half the cap
+    uint64_t bytes = 0;
+    bool gap = false;  // bytes were dropped between head and end
+  };
+  void take(std::string_view data, Stream& stream, std::string& tail);
+  // The stream as Captured holds it.
+  void seal(Stream& stream, std::string& out, std::string& end, uint64_t& bytes, bool& truncated);
 
   SupervisorOptions options_;
   std::vector<Watch> watches_;
   Captured captured_;
+  Stream out_, err_;
+  bool sealed_ = false;
   std::string out_tail_, err_tail_, latest_line_;
   Clock::time_point finish_at_ = Clock::time_point::max();
   int step_ = 0;

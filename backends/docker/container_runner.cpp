@@ -10,6 +10,24 @@
 #include "common/text.h"
 
 namespace byd::docker {
+namespace {
+
+// The ends of the streams the runner cut, from its exit frame: the bytes it dropped, then the
+// last bytes, which the supervisor keeps as each stream's end.
+void takeEnds(Supervisor& sup, const json& exit_frame) {
+  const json ends = exit_frame.value("ends", json::array());
+  if (!ends.is_array() || ends.size() != 2) return;
+  for (size_t i = 0; i < 2; ++i) {
+    if (!ends[i].is_object()) continue;
+    const bool to_err = i == 1;
+    const json& dropped = ends[i].value("dropped", json(0));
+    if (dropped.is_number_unsigned()) sup.skipped(to_err, dropped.get<uint64_t>());
+    auto data = base64Decode(ends[i].value("data", ""));
+    if (data.ok() && !data->empty()) (to_err ? sup.err(*data) : sup.out(*data));
+  }
+}
+
+}  // namespace
 
 using Clock = std::chrono::steady_clock;
 
@@ -163,6 +181,7 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
           if (!end.is_object() || end.value("nonce", "") != nonce) {
             return fail(internalError("the command runner sent a bad exit frame"));
           }
+          takeEnds(sup, end);
           sup.finish();
           return 0;
         default:

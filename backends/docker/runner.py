@@ -19,7 +19,9 @@ that much UTF-8 JSON:
 Out (stdout): frames of a kind byte, a 4-byte big-endian length and that many bytes:
   R ready (JSON {"pid"}), S started, O / E stdout / stderr bytes (each cut at max_output, the
   rest read and dropped), L the latest complete stdout line past the cut (at most once a
-  second), X exit (JSON {"exit_code", "signal", "truncated": [out, err], "nonce"} or {"error": TEXT,
+  second), X exit (JSON {"exit_code", "signal", "truncated": [out, err], "ends": [out, err]
+  ({"dropped": BYTES, "data": BASE64}: past the cap, the bytes dropped, then the last ones),
+  "nonce"} or {"error": TEXT,
   "nonce"}; the nonce is the request's, which the command never sees, so an exit frame the command
   wrote into the runner's output itself is told from the runner's).
 Each command leads a process group of its own, and the runner is a child subreaper, so what a
@@ -29,6 +31,7 @@ is killed too: nothing a command started outlives it. Kills are system calls fro
 so they work even when the container's process limit leaves no room for another process.
 """
 
+import base64
 import json
 import os
 import selectors
@@ -223,10 +226,12 @@ def _kill_group(pgid, leader):
 
 
 class _Stream:
-    """One output pipe of a command: what is forwarded, up to the cap."""
+    """One output pipe of a command: what is forwarded, up to the cap, and past it the latest
+    half cap of bytes (`end`, sent with the exit) and how many were dropped before them."""
 
     def __init__(self, kind, room):
         self.kind, self.room, self.truncated = kind, room, False
+        self.keep, self.end, self.past = room // 2, bytearray(), 0
         self.tail, self.last_line_at = b"", time.monotonic()
 
     def take(self, out, data):
@@ -238,6 +243,10 @@ class _Stream:
         if not data:
             return
         self.truncated = True
+        self.past += len(data)
+        self.end += data
+        if len(self.end) > 2 * self.keep:
+            del self.end[:len(self.end) - self.keep]
         if self.kind != b"O":
             return
         self.tail = (self.tail + data)[-4096:]  # the latest line, for progress
@@ -246,6 +255,12 @@ class _Stream:
         if end >= 0 and now - self.last_line_at >= 1:
             out.send(b"L", self.tail[self.tail.rfind(b"\n", 0, end) + 1:end])
             self.last_line_at = now
+
+
+def _end_of(stream):
+    """What the exit frame says of a stream past its cap: bytes dropped, then its last bytes."""
+    end = bytes(stream.end[-stream.keep:]) if stream.keep else b""
+    return {"dropped": stream.past - len(end), "data": base64.b64encode(end).decode("ascii")}
 
 
 def _run(req, proto_in, out, wake_r, user):
@@ -344,7 +359,8 @@ def _run(req, proto_in, out, wake_r, user):
         _sweep(user[0] if user else None)
     out.send_json(b"X", {"exit_code": 128 - status if status < 0 else status,
                          "signal": -status if status < 0 else 0, "killed": killed,
-                         "truncated": [s.truncated for s in streams.values()], "nonce": nonce})
+                         "truncated": [s.truncated for s in streams.values()],
+                         "ends": [_end_of(s) for s in streams.values()], "nonce": nonce})
 
 
 _USER = None  # (uid, gid) with --user

@@ -266,7 +266,10 @@ RunResult supervise(const Tree& tree, UniqueFd stdin_w, UniqueFd out_r, UniqueFd
   sup.watch(out_r.get(), POLLIN, [&](short) { return sup.readInto(out_r.get(), false); });
   sup.watch(err_r.get(), POLLIN, [&](short) { return sup.readInto(err_r.get(), true); });
   sup.watch(tree.ended_fd, POLLIN, [&](short) -> short {
-    if (!tree.ended(status, sup.captured().err)) return POLLIN;
+    std::string note;
+    const bool ended = tree.ended(status, note);
+    if (!note.empty()) sup.err(note);
+    if (!ended) return POLLIN;
     exited = true;
     sup.finishBy(std::chrono::steady_clock::now() + kGrace);
     return 0;

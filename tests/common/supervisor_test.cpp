@@ -33,10 +33,10 @@ void watchOutput(Supervisor& sup, Pipe& out, Pipe& err) {
   sup.watch(err.r.get(), POLLIN, [&](short) { return sup.readInto(err.r.get(), true); });
 }
 
-TEST(Supervisor, ReadsEachStreamToItsEndAndCapsIt) {
+TEST(Supervisor, ReadsEachStreamToItsEndAndKeepsItsHeadAndItsEnd) {
   Pipe out, err;
   SupervisorOptions o;
-  o.max_output = 5;
+  o.max_output = 6;
   Supervisor sup(o);
   watchOutput(sup, out, err);
   out.write("hello world");
@@ -44,11 +44,50 @@ TEST(Supervisor, ReadsEachStreamToItsEndAndCapsIt) {
   out.w.reset();
   err.w.reset();
   EXPECT_TRUE(sup.run());
-  EXPECT_EQ(sup.captured().out, "hello");
-  EXPECT_TRUE(sup.captured().out_truncated);
-  EXPECT_EQ(sup.captured().err, "oops");
-  EXPECT_FALSE(sup.captured().err_truncated);
+  const Captured& c = sup.captured();
+  EXPECT_EQ(c.out, "hel");
+  EXPECT_EQ(c.out_end, "rld");
+  EXPECT_EQ(c.out_bytes, 11u);
+  EXPECT_TRUE(c.out_truncated);
+  EXPECT_EQ(c.err, "oops");
+  EXPECT_EQ(c.err_end, "");
+  EXPECT_EQ(c.err_bytes, 4u);
+  EXPECT_FALSE(c.err_truncated);
   EXPECT_FALSE(sup.stopping());
+}
+
+TEST(Supervisor, TheEndOfALongStreamIsItsLastBytesWhateverTheChunks) {
+  SupervisorOptions o;
+  o.max_output = 100;
+  Supervisor sup(o);
+  std::string all;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string piece = std::to_string(i) + (i % 7 == 0 ? "\n" : ",");
+    all += piece;
+    sup.out(piece);
+  }
+  sup.err(std::string(101, 'e'));  // just past the cap: the end continues the head
+  const Captured& c = sup.captured();
+  EXPECT_EQ(c.out, all.substr(0, 50));
+  EXPECT_EQ(c.out_end, all.substr(all.size() - 50));
+  EXPECT_EQ(c.out_bytes, all.size());
+  EXPECT_EQ(c.err, std::string(50, 'e'));
+  EXPECT_EQ(c.err_end, std::string(50, 'e'));
+  EXPECT_EQ(c.err_bytes, 101u);
+}
+
+TEST(Supervisor, BytesDroppedOnTheWayCountAndSeparateTheEnd) {
+  SupervisorOptions o;
+  o.max_output = 10;
+  Supervisor sup(o);
+  sup.out("0123456789");  // the head, as a runner forwards it up to the cap
+  sup.skipped(false, 1000);
+  sup.out("xyz");  // the last bytes the runner kept
+  const Captured& c = sup.captured();
+  EXPECT_EQ(c.out, "01234");
+  EXPECT_EQ(c.out_end, "xyz");  // not joined to the head's "56789": bytes lie between
+  EXPECT_EQ(c.out_bytes, 1013u);
+  EXPECT_TRUE(c.out_truncated);
 }
 
 TEST(Supervisor, TakesStopStepsAGraceApartFromTheDeadlineUntilTheEnd) {

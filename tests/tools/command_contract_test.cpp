@@ -136,13 +136,26 @@ TEST_P(CommandContractTest, WritesLandInTheWorkspace) {
   EXPECT_EQ(*content, "made\n");
 }
 
-TEST_P(CommandContractTest, OutputIsCappedButDrained) {
+TEST_P(CommandContractTest, OutputIsCappedButDrainedAndItsEndKept) {
   limits_.max_output_bytes = 4096;
-  json s = sc({{"command", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done >&2"}});
-  EXPECT_EQ(s["stdout"].get<std::string>().size(), 4096u);
+  json r =
+      call("execute", {{"command",
+                        "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo SUMMARY: 3 passed; "
+                        "echo done >&2"}});
+  const json& s = r["structuredContent"];
+  const std::string out = s["stdout"];
+  EXPECT_EQ(out.substr(0, 2048), std::string(2048, 'x'));
+  EXPECT_NE(out.find("[... 2.9 MiB not shown ...]\n"), std::string::npos) << out.substr(2000, 200);
+  EXPECT_TRUE(out.ends_with("x\nSUMMARY: 3 passed\n")) << out.substr(out.size() - 100);
+  EXPECT_EQ(s["stdout_bytes"], 3000000 + 1 + 18);
   EXPECT_EQ(s["stderr"], "done\n");
+  EXPECT_EQ(s["stderr_bytes"], 5);
   EXPECT_EQ(s["truncated"], true);
   EXPECT_EQ(s["exit_code"], 0);
+  const std::string text = r["content"][0]["text"];
+  EXPECT_NE(text.find("--- stdout (2.9 MiB; its beginning and end) ---"), std::string::npos);
+  EXPECT_NE(text.find("SUMMARY: 3 passed\n--- stderr ---\ndone\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(... > out.txt 2>&1) and read_file"), std::string::npos);
 }
 
 TEST_P(CommandContractTest, TimeoutKillsTheWholeTree) {
