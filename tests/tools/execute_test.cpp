@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox.h"
+#include "common/unique_fd.h"
 #include "schemas/validator.h"
 #include "tests/test_util.h"
 #include "tools/registry.h"
@@ -225,18 +227,26 @@ TEST_F(ExecuteTest, EachCommandHasItsOwnTmpAndProcesses) {
 }
 
 // The pids of this process's descendants whose command line contains `needle`.
+// A /proc file's text, or "" when its process has gone meanwhile (a read then fails with
+// ESRCH, which an ifstream would throw for).
+std::string procFile(const std::string& path) {
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while (fd.valid() && (n = read(fd.get(), buf, sizeof buf)) > 0) text.append(buf, n);
+  return text;
+}
+
 std::vector<pid_t> descendantsMatching(const std::string& needle) {
   std::vector<pid_t> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline = procFile(entry.path() / "cmdline");
     if (cmdline.find(needle) == std::string::npos) continue;
     for (pid_t p = std::stoi(name); p > 1;) {  // walk up to this process
-      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
-      std::string line;
-      std::getline(stat, line);
+      const std::string line = procFile("/proc/" + std::to_string(p) + "/stat");
       const size_t close = line.rfind(')');
       if (close == std::string::npos) break;
       p = std::stoi(line.substr(close + 4));
