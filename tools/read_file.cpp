@@ -27,8 +27,9 @@ std::string_view imageMimeType(std::string_view head) {
 // Collects lines [first, first + limit) of a file fed to it in chunks, and counts the rest.
 class LineWindow {
  public:
-  LineWindow(int64_t first, int64_t limit, size_t max_text)
-      : first_(first), last_(first + limit - 1), max_text_(max_text) {}
+  // `skip`: the bytes of each line before the shown part (column - 1).
+  LineWindow(int64_t first, int64_t limit, size_t max_text, size_t skip = 0)
+      : first_(first), last_(first + limit - 1), max_text_(max_text), skip_(skip) {}
 
   void feed(std::string_view chunk) {
     if (!reserved_) {
@@ -63,7 +64,10 @@ class LineWindow {
  private:
   bool collecting() const { return line_ >= first_ && line_ <= last_ && !full_; }
   void append(std::string_view part) {
+    const size_t at = line_bytes_;  // where `part` starts in the line
     line_bytes_ += part.size();
+    if (line_bytes_ <= skip_) return;
+    if (at < skip_) part.remove_prefix(skip_ - at);
     if (current_.size() < kMaxLineBytes + 4) {
       current_.append(part.substr(0, kMaxLineBytes + 4 - current_.size()));
     }
@@ -76,8 +80,8 @@ class LineWindow {
   }
   void emit() {
     std::string_view text = current_;
-    size_t bytes = line_bytes_;
-    if (!text.empty() && text.back() == '\r' && bytes == text.size()) {
+    size_t bytes = line_bytes_;  // the whole line's
+    if (!text.empty() && text.back() == '\r' && bytes == skip_ + text.size()) {
       text.remove_suffix(1);
       --bytes;
     }
@@ -87,9 +91,13 @@ class LineWindow {
     const size_t digits = std::to_chars(number, number + sizeof number, line_).ptr - number;
     const size_t pad = digits < 6 ? 6 - digits : 0;
     std::string note;
-    if (bytes > kMaxLineBytes) {
-      note = " [... line cut at " + std::to_string(line.size()) + " of " + std::to_string(bytes) +
-             " bytes]";
+    const size_t shown_to = skip_ + line.size();  // bytes of the line up to the shown part's end
+    if (bytes > shown_to) {
+      note = skip_ == 0 ? " [... line cut at " + std::to_string(line.size()) + " of " +
+                              std::to_string(bytes) + " bytes"
+                        : " [... line cut: bytes " + std::to_string(skip_ + 1) + "-" +
+                              std::to_string(shown_to) + " of " + std::to_string(bytes);
+      note += "; column=" + std::to_string(shown_to + 1) + " reads on]";
     }
     const size_t entry = pad + digits + 1 + line.size() + note.size() + 1;
     if (numbered_.size() + entry > max_text_ && shown_ > 0) {
@@ -104,7 +112,7 @@ class LineWindow {
   }
 
   const int64_t first_, last_;
-  const size_t max_text_;
+  const size_t max_text_, skip_;
   int64_t line_ = 1;
   std::string current_;
   size_t line_bytes_ = 0;
@@ -152,6 +160,25 @@ Result<std::string> firstChunk(ToolContext& ctx, const std::string& key, const s
   return chunk.status();
 }
 
+// The number of lines of a file (a last line without '\n' counts), streamed from `chunk`, its
+// first chunk, on.
+Result<int64_t> countLines(ToolContext& ctx, const std::string& key, std::string_view chunk) {
+  int64_t lines = 0;
+  uint64_t pos = 0;
+  std::string next;
+  bool ends_with_newline = true;
+  while (!chunk.empty()) {
+    if (ctx.cancel.cancelled()) return cancelled("cancelled");
+    lines += std::count(chunk.begin(), chunk.end(), '\n');
+    ends_with_newline = chunk.back() == '\n';
+    pos += chunk.size();
+    if (chunk.size() < kChunkBytes) break;
+    BYD_ASSIGN_OR_RETURN(next, ctx.backend.read(key, pos, kChunkBytes));
+    chunk = next;
+  }
+  return lines + (ends_with_newline ? 0 : 1);
+}
+
 std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
   std::string note;
   const int64_t total = w.totalLines();
@@ -164,7 +191,8 @@ std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
   }
   if (w.cutLines() > 0) {
     note += "[" + std::to_string(w.cutLines()) + " line(s) longer than " +
-            std::to_string(kMaxLineBytes) + " bytes were cut]\n";
+            std::to_string(kMaxLineBytes) +
+            " bytes were cut; read on with the column each names (the same offset)]\n";
   }
   if (repaired) note += "[the file is not valid UTF-8; invalid bytes are shown as U+FFFD]\n";
   return note;
@@ -172,8 +200,15 @@ std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
 
 Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
   const std::string path = argString(args, "path");
-  const int64_t offset = argInt(args, "offset", 1);
-  const int64_t limit = argInt(args, "limit", 2000);
+  int64_t offset = argInt(args, "offset", 1);
+  int64_t limit = argInt(args, "limit", 2000);
+  const int64_t column = argInt(args, "column", 1);
+  if (column < 1) return invalidArgument("column counts bytes of a line from 1");
+  if (offset == 0) {
+    return invalidArgument(
+        "offset 0 is no line: lines count from 1, and a negative offset "
+        "counts from the end (-20: the last 20 lines)");
+  }
   BYD_ASSIGN_OR_RETURN(std::string key, ctx.backend.normalize(path));
   BYD_ASSIGN_OR_RETURN(std::string chunk, firstChunk(ctx, key, path));
   const std::string_view head = std::string_view(chunk).substr(0, kSniffBytes);
@@ -187,12 +222,19 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
                            "); read_file shows text and png, jpeg, gif and webp images only");
   }
 
+  if (offset < 0) {
+    // The last -offset lines, as tail shows them.
+    BYD_ASSIGN_OR_RETURN(const int64_t total, countLines(ctx, key, chunk));
+    limit = std::min(limit, -offset);
+    offset = std::max<int64_t>(1, total + offset + 1);
+  }
   // Leave room for the footer, so the note on how to continue is never cut off.
   constexpr size_t kFooterRoom = 512;
   LineWindow window(offset, limit,
                     ctx.limits.max_text_bytes > 2 * kFooterRoom
                         ? ctx.limits.max_text_bytes - kFooterRoom
-                        : ctx.limits.max_text_bytes / 2);
+                        : ctx.limits.max_text_bytes / 2,
+                    static_cast<size_t>(column - 1));
   uint64_t pos = 0;
   while (!chunk.empty()) {
     if (ctx.cancel.cancelled()) return cancelled("cancelled");
@@ -227,6 +269,11 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
   return out;
 }
 
+constexpr ArgumentAlias kReadFileAliases[] = {
+    {"file_path", "path"},
+    {"length", "limit"},
+};
+
 }  // namespace
 
 extern const ToolSpec kReadFileTool = {
@@ -236,13 +283,16 @@ extern const ToolSpec kReadFileTool = {
     .description =
         "Read a text file from the workspace, with line numbers like `cat -n`. By default up to "
         "2000 lines from the start; use offset (1-based line) and limit to page through long "
-        "files: the footer says how many lines remain and which offset continues. Lines over "
-        "2000 bytes are cut. PNG, JPEG, GIF and WebP files are returned as images; other binary "
+        "files: the footer says how many lines remain and which offset continues. A negative "
+        "offset shows the end of the file (-50: the last 50 lines), as tail does. Lines over "
+        "2000 bytes are cut, and column (a byte of the line, from 1) reads on where the note "
+        "says. PNG, JPEG, GIF and WebP files are returned as images; other binary "
         "files are refused.",
     .read_only = true,
     .destructive = false,
     .idempotent = true,
     .handler = runReadFile,
+    .aliases = kReadFileAliases,
 };
 
 }  // namespace byd

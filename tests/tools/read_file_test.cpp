@@ -28,6 +28,59 @@ TEST_P(ReadFileTest, OffsetAndLimitWithFooter) {
   EXPECT_EQ(r["structuredContent"]["next_offset"], 5);
 }
 
+TEST_P(ReadFileTest, ANegativeOffsetShowsTheEndAsTailDoes) {
+  std::string content;
+  for (int i = 1; i <= 10; ++i) content += "line " + std::to_string(i) + "\n";
+  seed("a.txt", content);
+  json r = call("read_file", {{"path", "a.txt"}, {"offset", -3}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(text(r), "     8\tline 8\n     9\tline 9\n    10\tline 10\n");
+  EXPECT_EQ(r["structuredContent"]["start_line"], 8);
+  EXPECT_TRUE(r["structuredContent"]["next_offset"].is_null());
+  // A limit below the count shows the first of those lines, and says how to go on.
+  r = call("read_file", {{"path", "a.txt"}, {"offset", -3}, {"limit", 2}});
+  EXPECT_EQ(text(r),
+            "     8\tline 8\n     9\tline 9\n"
+            "[lines 8-9 of 10; 1 more lines; continue with offset=10]\n");
+  // More than the file has: the whole file.
+  r = call("read_file", {{"path", "a.txt"}, {"offset", -50}});
+  EXPECT_EQ(r["structuredContent"]["start_line"], 1);
+  EXPECT_EQ(r["structuredContent"]["num_lines"], 10);
+  // A last line without a newline is a line.
+  seed("b.txt", "a\nb\nc");
+  EXPECT_EQ(text(call("read_file", {{"path", "b.txt"}, {"offset", -2}})), "     2\tb\n     3\tc\n");
+  r = call("read_file", {{"path", "a.txt"}, {"offset", 0}});
+  ASSERT_TRUE(isError(r));
+  EXPECT_NE(text(r).find("offset 0 is no line"), std::string::npos) << text(r);
+}
+
+TEST_P(ReadFileTest, ALongLineIsReadOnByColumn) {
+  std::string line;
+  for (int i = 0; i < 500; ++i) line += "{\"k" + std::to_string(i) + "\":1},";  // one JSON line
+  seed("one.json", "short\n" + line + "\n");
+  json r = call("read_file", {{"path", "one.json"}});
+  std::string t = text(r);
+  EXPECT_NE(t.find("; column=2001 reads on]"), std::string::npos) << t.substr(0, 200);
+  std::string seen = r["structuredContent"]["content"].get<std::string>().substr(6, 2000);
+  // Page through the line by the column each note names, until it ends.
+  for (int64_t column = 2001; column > 0;) {
+    r = call("read_file", {{"path", "one.json"}, {"offset", 2}, {"limit", 1}, {"column", column}});
+    ASSERT_FALSE(isError(r)) << text(r);
+    t = text(r);
+    std::string part = r["structuredContent"]["content"];
+    ASSERT_TRUE(part.ends_with("\n"));
+    seen += part.substr(0, part.size() - 1);
+    const size_t at = t.find("; column=");
+    column = at == std::string::npos ? 0 : std::stoll(t.substr(at + 9));
+    if (column) {
+      EXPECT_NE(t.find("[... line cut: bytes "), std::string::npos) << t.substr(t.size() - 120);
+    }
+  }
+  EXPECT_EQ(seen, line);
+  r = call("read_file", {{"path", "one.json"}, {"column", 0}});
+  EXPECT_TRUE(isError(r));
+}
+
 TEST_P(ReadFileTest, LastLineWithoutNewline) {
   seed("a.txt", "a\nb");
   json r = call("read_file", {{"path", "a.txt"}});
@@ -58,10 +111,11 @@ TEST_P(ReadFileTest, LongLinesAreCut) {
   seed("long.txt", std::string(5000, 'x') + "\nshort\n");
   json r = call("read_file", {{"path", "long.txt"}});
   const std::string t = text(r);
-  EXPECT_NE(t.find("\t" + std::string(2000, 'x') + " [... line cut at 2000 of 5000 bytes]\n"),
+  EXPECT_NE(t.find("\t" + std::string(2000, 'x') +
+                   " [... line cut at 2000 of 5000 bytes; column=2001 reads on]\n"),
             std::string::npos);
   EXPECT_NE(t.find("     2\tshort\n"), std::string::npos);
-  EXPECT_NE(t.find("[1 line(s) longer than 2000 bytes were cut]"), std::string::npos);
+  EXPECT_NE(t.find("[1 line(s) longer than 2000 bytes were cut;"), std::string::npos);
 }
 
 TEST_P(ReadFileTest, HugeSingleLineFileIsReadInBoundedOutput) {
@@ -118,9 +172,9 @@ TEST_P(ReadFileTest, MissingFile) {
 }
 
 TEST_P(ReadFileTest, ArgumentErrorsNameTheField) {
-  json r = call("read_file", {{"path", "a"}, {"offset", 0}});
+  json r = call("read_file", {{"path", "a"}, {"limit", 0}});
   EXPECT_TRUE(isError(r));
-  EXPECT_EQ(text(r), "invalid arguments for read_file: arguments.offset: must be >= 1, got 0");
+  EXPECT_EQ(text(r), "invalid arguments for read_file: arguments.limit: must be >= 1, got 0");
   r = call("read_file", json::object());
   EXPECT_EQ(text(r),
             "invalid arguments for read_file: arguments.path: required property is missing");
@@ -150,7 +204,7 @@ TEST_P(ReadFileTest, OnlyLinesShownCountAsCut) {
   EXPECT_EQ(r["structuredContent"]["next_offset"], 3);
   EXPECT_EQ(text(r).find("were cut"), std::string::npos) << text(r);
   r = call("read_file", {{"path", "a.txt"}, {"offset", 3}});
-  EXPECT_NE(text(r).find("[1 line(s) longer than 2000 bytes were cut]"), std::string::npos);
+  EXPECT_NE(text(r).find("[1 line(s) longer than 2000 bytes were cut;"), std::string::npos);
 }
 
 TEST_P(ReadFileTest, AbsolutePathInsideTheWorkspace) {
