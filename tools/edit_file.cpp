@@ -115,6 +115,10 @@ Result<ToolOutput> runEditFile(const json& args, ToolContext& ctx) {
   return out;
 }
 
+constexpr ArgumentAlias kEditFileAliases[] = {
+    {"file_path", "path"},
+};
+
 }  // namespace
 
 extern const ToolSpec kEditFileTool = {
@@ -130,6 +134,7 @@ extern const ToolSpec kEditFileTool = {
     .destructive = true,
     .idempotent = false,
     .handler = runEditFile,
+    .aliases = kEditFileAliases,
 };
 
 }  // namespace byd

@@ -93,9 +93,37 @@ struct FileResult {
   bool capped = false;  // more matching lines than were kept
 };
 
+// Whether `pattern` names a line break itself (a newline byte, \n, \x0a, \x{a}): grep matches
+// one line at a time, so such a pattern could never match. Character classes (\s, [^a]) may
+// name one among others; they simply match within lines.
+bool namesALineBreak(std::string_view pattern) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\n') return true;
+    if (pattern[i] != '\\' || i + 1 >= pattern.size()) continue;
+    const char e = pattern[++i];
+    if (e == 'n') return true;
+    if (e != 'x') continue;
+    std::string_view hex = pattern.substr(i + 1);
+    if (hex.starts_with('{')) {
+      hex = hex.substr(1, hex.find('}') == std::string_view::npos ? 0 : hex.find('}') - 1);
+      while (hex.size() > 1 && hex.front() == '0') hex.remove_prefix(1);
+    } else {
+      hex = hex.substr(0, 2);
+    }
+    if (hex == "a" || hex == "A" || hex == "0a" || hex == "0A") return true;
+  }
+  return false;
+}
+
 Result<Query> compileQuery(const json& args, const Limits& limits) {
   Query q;
   const std::string pattern = argString(args, "pattern");
+  if (namesALineBreak(pattern)) {
+    return invalidArgument(
+        "the pattern names a line break (\\n), but grep matches one line at a time, so it "
+        "could never match: search for one of its lines (and read_file around the hits), or "
+        "use execute with a multiline tool (rg -U, grep -Pzo)");
+  }
   const bool ignore_case = argBool(args, "ignore_case");
   RE2::Options options;
   options.set_log_errors(false);
@@ -424,6 +452,17 @@ Result<ToolOutput> runGrep(const json& args, ToolContext& ctx) {
   return out;
 }
 
+constexpr ArgumentAlias kGrepAliases[] = {
+    {"glob", "include"},
+    {"-i", "ignore_case"},
+    {"-C", "context"},
+    {"head_limit", "max_results"},
+    {"-n", kIgnored},  // content lines always carry their numbers
+    {"-A", "", "grep shows as many lines after a match as before it: use context"},
+    {"-B", "", "grep shows as many lines before a match as after it: use context"},
+    {"type", "", "name the files with include instead (include \"*.py\" for type py)"},
+};
+
 }  // namespace
 
 extern const ToolSpec kGrepTool = {
@@ -442,6 +481,7 @@ extern const ToolSpec kGrepTool = {
     .destructive = false,
     .idempotent = true,
     .handler = runGrep,
+    .aliases = kGrepAliases,
 };
 
 }  // namespace byd

@@ -65,15 +65,55 @@ const Tool* findTool(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// `arguments` with the spellings of other tools taken as ours (into `renamed`, when any is), or
+// a string: why one is refused.
+const nlohmann::json& takeAliases(const Tool& tool, const nlohmann::json& arguments,
+                                  nlohmann::json& renamed) {
+  const nlohmann::json* args = &arguments;
+  if (!arguments.is_object()) return arguments;
+  const std::string name(tool.spec->name);
+  for (const ArgumentAlias& alias : tool.spec->aliases) {
+    const std::string spelling(alias.spelling), ours(alias.ours);
+    auto given = args->find(spelling);
+    if (given == args->end()) continue;
+    if (ours.empty()) {
+      renamed = name + ": there is no argument '" + spelling + "': " + std::string(alias.advice);
+      return renamed;
+    }
+    if (args != &renamed) {
+      renamed = arguments;
+      args = &renamed;
+      given = renamed.find(spelling);
+    }
+    if (alias.ours != kIgnored) {
+      if (renamed.contains(ours)) {
+        renamed = name + ": '" + spelling + "' and '" + ours + "' are the same argument (" +
+                  spelling + " is how other tools name " + ours + "); give '" + ours + "' alone";
+        return renamed;
+      }
+      renamed[ours] = std::move(given.value());
+    }
+    renamed.erase(spelling);
+  }
+  return *args;
+}
+
+}  // namespace
+
 nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolContext& ctx,
                         bool structured) {
   auto error = [](const std::string& message) {
     return nlohmann::json{{"content", {{{"type", "text"}, {"text", message}}}}, {"isError", true}};
   };
-  if (Status s = schemas::validate(*tool.input_schema, arguments, "arguments"); !s.ok()) {
+  nlohmann::json renamed;
+  const nlohmann::json& args = takeAliases(tool, arguments, renamed);
+  if (args.is_string()) return error(args.get<std::string>());
+  if (Status s = schemas::validate(*tool.input_schema, args, "arguments"); !s.ok()) {
     return error("invalid arguments for " + std::string(tool.spec->name) + ": " + s.message());
   }
-  Result<ToolOutput> out = tool.spec->handler(arguments, ctx);
+  Result<ToolOutput> out = tool.spec->handler(args, ctx);
   if (!out.ok()) return error(out.status().message());
 
   std::string text = std::move(out->text);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,17 @@ struct ToolOutput {
 
 using ToolHandler = Result<ToolOutput> (*)(const json& args, ToolContext& ctx);
 
+// An argument as another tool spells it (Claude Code's `file_path`, ripgrep's `-i`). With
+// `ours` set it is taken as that argument of ours; with `ours` empty it is refused with `advice`
+// (the spelling means something this tool does not do); `kIgnored` takes it and drops it (it
+// asks for what this tool always does).
+struct ArgumentAlias {
+  std::string_view spelling;
+  std::string_view ours;
+  std::string_view advice = "";
+};
+inline constexpr std::string_view kIgnored = "-";
+
 struct ToolSpec {
   std::string_view name;
   // The permission operation: read, write, edit, ls, glob, grep, execute or python.
@@ -67,6 +79,7 @@ struct ToolSpec {
   bool destructive;
   bool idempotent;
   ToolHandler handler;
+  std::span<const ArgumentAlias> aliases = {};
 };
 
 // Typed argument access for handlers. Arguments have passed the tool's inputSchema before a

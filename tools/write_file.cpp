@@ -46,6 +46,10 @@ Result<ToolOutput> runWriteFile(const json& args, ToolContext& ctx) {
   return out;
 }
 
+constexpr ArgumentAlias kWriteFileAliases[] = {
+    {"file_path", "path"},
+};
+
 }  // namespace
 
 extern const ToolSpec kWriteFileTool = {
@@ -61,6 +65,7 @@ extern const ToolSpec kWriteFileTool = {
     .destructive = true,
     .idempotent = false,
     .handler = runWriteFile,
+    .aliases = kWriteFileAliases,
 };
 
 }  // namespace byd

@@ -30,6 +30,23 @@ TEST_P(GrepTest, ContentWithLineNumbers) {
   EXPECT_EQ(text(r), "a.py:1:x = 1\na.py:3:y = 2\na.py:4:z = 3\n[1 binary file(s) skipped]\n");
 }
 
+TEST_P(GrepTest, APatternThatNamesALineBreakIsRefusedWithAReason) {
+  for (const char* pattern :
+       {"TODO\\nfix", "x = 1\ny", "a\\x0ab", "a\\x{000A}b", "[\\n]", "end$\\n^start"}) {
+    json r = call("grep", {{"pattern", pattern}});
+    ASSERT_TRUE(isError(r)) << pattern;
+    EXPECT_NE(text(r).find("the pattern names a line break"), std::string::npos) << text(r);
+    EXPECT_NE(text(r).find("rg -U"), std::string::npos) << text(r);
+  }
+  // An escaped backslash before n, and classes that take in a line break among others, search.
+  for (const char* pattern : {"a\\\\n", "TODO\\s+fix", "x[^a]= 1", "\\x61"}) {
+    json r = call("grep", {{"pattern", pattern}});
+    EXPECT_FALSE(isError(r)) << pattern << ": " << text(r);
+  }
+  json r = call("grep", {{"pattern", "TODO\\s+fix"}, {"output_mode", "content"}});
+  EXPECT_EQ(text(r), "a.py:2:# TODO fix\n[1 binary file(s) skipped]\n");
+}
+
 TEST_P(GrepTest, IgnoreCase) {
   json r = call("grep", {{"pattern", "todo"}, {"ignore_case", true}, {"output_mode", "count"}});
   EXPECT_EQ(text(r), "a.py:2\ndocs/readme.md:1\n[1 binary file(s) skipped]\n");
