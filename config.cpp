@@ -37,7 +37,9 @@ Status checkDirectory(const std::string& what, const std::string& path) {
 
 Result<permissions::Ruleset> loadRuleset(const Config& c) {
   if (!c.ruleset_inline.is_null()) {
-    auto rs = permissions::Ruleset::fromJson(c.ruleset_inline);
+    auto doc = permissions::extendPreset(c.ruleset_inline);
+    if (!doc.ok()) return invalidArgument("config ruleset: " + doc.status().message());
+    auto rs = permissions::Ruleset::fromJson(*doc);
     if (!rs.ok()) return invalidArgument("config ruleset: " + rs.status().message());
     return rs;
   }
@@ -53,8 +55,12 @@ Result<permissions::Ruleset> loadRuleset(const Config& c) {
                            "' is neither a preset (default, permissive, readonly, strict) nor a "
                            "ruleset file");
   }
-  BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readJsonFile(c.ruleset, "ruleset file"));
-  auto rs = permissions::Ruleset::fromJson(doc);
+  BYD_ASSIGN_OR_RETURN(nlohmann::json file, readJsonFile(c.ruleset, "ruleset file"));
+  auto doc = permissions::extendPreset(file);
+  if (!doc.ok()) {
+    return invalidArgument("ruleset file '" + c.ruleset + "': " + doc.status().message());
+  }
+  auto rs = permissions::Ruleset::fromJson(*doc);
   if (!rs.ok())
     return invalidArgument("ruleset file '" + c.ruleset + "': " + rs.status().message());
   return rs;

@@ -3,6 +3,8 @@
 #include <array>
 #include <string>
 
+#include "permissions/ruleset.h"
+
 namespace byd::permissions {
 namespace {
 
@@ -39,13 +41,19 @@ json secretCommandRule() {
       {"ignore_case", true}};
 }
 
+// Python code is judged by its text, which cannot hold against code that builds a name; until
+// the kernel enforces the file rules for run_python, this denies what names a secret file
+// outright: a string literal that is such a path (".env", 'keys/server.pem', "~/.ssh/id_rsa").
+// The standard library's `secrets`, an attribute `.key` and prose in a string are not paths.
 json secretPythonRule() {
-  return {{"regex",
-           ".*(?:\\.env\\b|id_rsa|\\.ssh/|\\.aws/|\\.gnupg/|\\.netrc|\\.pem\\b|\\.key\\b|"
-           "credentials|secret).*"},
-          {"action", "deny"},
-          {"description", kSecretReason},
-          {"ignore_case", true}};
+  return {
+      {"regex",
+       ".*[\"'](?:[^\"'\\s]*/)?(?:\\.env(?:\\.[^\"'\\s/]*)?|[^\"'\\s/]*\\.pem|[^\"'\\s/]*\\.key|"
+       "id_rsa[^\"'\\s/]*|\\.netrc|credentials[^\"'\\s/]*|[^\"'\\s/]*secret[^\"'\\s/]*|\\.ssh|"
+       "\\.aws|\\.gnupg)(?:/[^\"'\\s]*)?[\"'].*"},
+      {"action", "deny"},
+      {"description", kSecretReason},
+      {"ignore_case", true}};
 }
 
 json deny(const char* regex, const char* description) {
@@ -132,6 +140,33 @@ Result<nlohmann::json> presetJson(std::string_view name) {
   }
   return notFound("no ruleset preset '" + std::string(name) +
                   "' (presets: default, permissive, readonly, strict)");
+}
+
+Result<nlohmann::json> extendPreset(const nlohmann::json& doc) {
+  if (!doc.is_object() || !doc.contains("extends")) return doc;
+  const json& base_name = doc["extends"];
+  if (!base_name.is_string()) return invalidArgument("extends: not a preset's name");
+  auto base = presetJson(base_name.get<std::string>());
+  if (!base.ok()) return invalidArgument("extends: " + base.status().message());
+  json out = std::move(*base);
+  out["name"] = doc.value("name", out.value("name", "") + " (extended)");
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "extends" || key == "name") continue;
+    const auto op = parseOperation(key);
+    if (!op || !value.is_object() || !out.contains(key)) {
+      out[key] = value;  // the schema judges it
+      continue;
+    }
+    json& merged = out[key];
+    for (const auto& [field, v] : value.items()) {
+      if (field == "rules" && v.is_array() && merged.contains("rules")) {
+        for (const json& rule : v) merged["rules"].push_back(rule);
+      } else {
+        merged[field] = v;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace byd::permissions

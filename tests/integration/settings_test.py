@@ -86,6 +86,29 @@ class Settings(unittest.TestCase):
         # On the command line a relative path still follows the current directory.
         self.assertEqual(effective("--root", ".")["root"]["value"], ".")
 
+    def test_a_ruleset_file_that_extends_a_preset_keeps_its_denials(self):
+        rules = os.path.join(self.dir, "rules.json")
+        with open(rules, "w") as f:
+            json.dump({"extends": "readonly", "name": "review-and-test",
+                       "execute": {"rules": [{"pattern": "npm test*", "action": "allow"}]}}, f)
+        r = run("--ruleset", rules, "--print-ruleset")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        got = json.loads(r.stdout)
+        self.assertEqual(got["name"], "review-and-test")
+        self.assertNotIn("extends", got)
+        execute = got["execute"]["rules"]
+        self.assertEqual(execute[-1], {"pattern": "npm test*", "action": "allow"})
+        self.assertTrue(all(rule["action"] == "deny" for rule in execute[:-1]), execute)
+        self.assertGreater(len(execute), 1)  # the preset's denials, first
+        self.assertIn({"pattern": "**/.env", "action": "deny"},
+                      [{k: rule[k] for k in ("pattern", "action") if k in rule}
+                       for rule in got["read"]["rules"]])
+        with open(rules, "w") as f:
+            json.dump({"extends": "lenient"}, f)
+        r = run("--ruleset", rules)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"extends: no ruleset preset 'lenient'", r.stderr)
+
     def test_the_example_config_serves_its_own_directory_from_anywhere(self):
         r = run("--config", os.path.join(ROOT, "examples", "config.json"), "--print-config",
                 cwd="/")

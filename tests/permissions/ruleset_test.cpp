@@ -330,5 +330,70 @@ TEST(Presets, SecretsAreDeniedInAnyCase) {
   }
 }
 
+// A ruleset document that extends a preset, as the server loads a file of one's own.
+Ruleset extended(const nlohmann::json& doc) {
+  auto whole = extendPreset(doc);
+  EXPECT_TRUE(whole.ok()) << whole.status().message();
+  auto rs = Ruleset::fromJson(*whole);
+  EXPECT_TRUE(rs.ok()) << rs.status().message();
+  return std::move(rs).value();
+}
+
+TEST(Presets, PythonIsRefusedSecretPathsButNotTheStandardLibraryOrWords) {
+  for (const char* name : {"default", "permissive", "readonly", "strict"}) {
+    const Ruleset rs = preset(name);
+    for (const char* code :
+         {"open('.env').read()", "open(\".env.local\")", "Path('keys/Server.PEM').read_text()",
+          "x = 1\nprint(open('/home/u/.ssh/id_rsa').read())", "open(\"config/credentials.json\")",
+          "os.listdir('.aws')"}) {
+      EXPECT_EQ(rs.decide(Operation::kPython, code).action, Action::kDeny) << name << ": " << code;
+    }
+    for (const char* code :
+         {"import secrets\nprint(secrets.token_hex(8))", "print(d.key)", "k = item.key()",
+          "print('my secret plan')", "x = {'key': 1}", "name = 'API_KEY'"}) {
+      // No rule decides it: the preset's default does (readonly's denies every cell).
+      const Decision d = rs.decide(Operation::kPython, code);
+      EXPECT_EQ(d.source.find("rule"), std::string::npos)
+          << name << ": " << code << ": " << d.source;
+    }
+  }
+}
+
+TEST(Presets, AFileThatExtendsAPresetKeepsItsDenialsAndAddsItsOwnRules) {
+  const Ruleset rs =
+      extended({{"extends", "readonly"},
+                {"name", "review-and-test"},
+                {"execute", {{"rules", {{{"pattern", "npm test*"}, {"action", "allow"}}}}}}});
+  EXPECT_EQ(rs.name(), "review-and-test");
+  EXPECT_EQ(rs.decide(Operation::kExecute, "npm test").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "make").action, Action::kDeny);  // readonly's default
+  EXPECT_EQ(rs.decide(Operation::kRead, "src/a.py").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kRead, ".env").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kWrite, "a.txt").action, Action::kDeny);
+  EXPECT_FALSE(rs.alwaysDenied(Operation::kExecute));
+}
+
+TEST(Presets, TheFileCannotAllowWhatThePresetAlwaysDenies) {
+  const Ruleset rs = extended(
+      {{"extends", "default"},
+       {"write", {{"default", "allow"}, {"rules", {{{"pattern", "**"}, {"action", "allow"}}}}}},
+       {"execute", {{"rules", {{{"pattern", "*"}, {"action", "allow"}}}}}}});
+  EXPECT_EQ(rs.decide(Operation::kWrite, "src/a.py").action, Action::kAllow);  // its default won
+  EXPECT_EQ(rs.decide(Operation::kWrite, "config/.env").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "cat .env").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "mkfs.ext4 /dev/sda").action, Action::kDeny);
+  EXPECT_EQ(rs.decide(Operation::kExecute, "ls").action, Action::kAllow);
+  EXPECT_EQ(rs.decide(Operation::kEdit, "a.txt").action, Action::kAsk);  // the preset's default
+  EXPECT_EQ(rs.name(), "default (extended)");
+}
+
+TEST(Presets, ExtendingNamesOnlyAPreset) {
+  EXPECT_EQ(extendPreset({{"extends", "lax"}}).status().message(),
+            "extends: no ruleset preset 'lax' (presets: default, permissive, readonly, strict)");
+  EXPECT_FALSE(extendPreset({{"extends", 3}}).ok());
+  const nlohmann::json plain = {{"default", "deny"}};
+  EXPECT_EQ(extendPreset(plain).value(), plain);  // without "extends": as it is
+}
+
 }  // namespace
 }  // namespace byd::permissions
