@@ -222,7 +222,8 @@ std::vector<Setting> makeTable() {
        "--max-output-bytes",
        T::kInt,
        "BYTES",
-       "execute keeps this much of stdout and of stderr",
+       "execute keeps this much of stdout and of stderr: a stream up to it whole, a longer one "
+       "as its first and last halves of it",
        {},
        1024,
        1 << 30,
