@@ -67,37 +67,35 @@ const Tool* findTool(std::string_view name) {
 
 namespace {
 
-// `arguments` with the spellings of other tools taken as ours (into `renamed`, when any is), or
-// a string: why one is refused.
-const nlohmann::json& takeAliases(const Tool& tool, const nlohmann::json& arguments,
-                                  nlohmann::json& renamed) {
+// `arguments` with the spellings of other tools taken as ours (copied into `renamed` when any
+// is), or why one is refused.
+Result<const nlohmann::json*> takeAliases(const Tool& tool, const nlohmann::json& arguments,
+                                          nlohmann::json& renamed) {
   const nlohmann::json* args = &arguments;
-  if (!arguments.is_object()) return arguments;
+  if (!arguments.is_object()) return args;  // the schema says what is wrong with it
   const std::string name(tool.spec->name);
   for (const ArgumentAlias& alias : tool.spec->aliases) {
     const std::string spelling(alias.spelling), ours(alias.ours);
-    auto given = args->find(spelling);
-    if (given == args->end()) continue;
+    if (!args->contains(spelling)) continue;
     if (ours.empty()) {
-      renamed = name + ": there is no argument '" + spelling + "': " + std::string(alias.advice);
-      return renamed;
+      return invalidArgument(name + ": there is no argument '" + spelling +
+                             "': " + std::string(alias.advice));
     }
     if (args != &renamed) {
       renamed = arguments;
       args = &renamed;
-      given = renamed.find(spelling);
     }
     if (alias.ours != kIgnored) {
       if (renamed.contains(ours)) {
-        renamed = name + ": '" + spelling + "' and '" + ours + "' are the same argument (" +
-                  spelling + " is how other tools name " + ours + "); give '" + ours + "' alone";
-        return renamed;
+        return invalidArgument(name + ": '" + spelling + "' and '" + ours +
+                               "' are the same argument (" + spelling +
+                               " is how other tools name " + ours + "); give '" + ours + "' alone");
       }
-      renamed[ours] = std::move(given.value());
+      renamed[ours] = std::move(renamed[spelling]);
     }
     renamed.erase(spelling);
   }
-  return *args;
+  return args;
 }
 
 }  // namespace
@@ -108,8 +106,9 @@ nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolC
     return nlohmann::json{{"content", {{{"type", "text"}, {"text", message}}}}, {"isError", true}};
   };
   nlohmann::json renamed;
-  const nlohmann::json& args = takeAliases(tool, arguments, renamed);
-  if (args.is_string()) return error(args.get<std::string>());
+  const Result<const nlohmann::json*> taken = takeAliases(tool, arguments, renamed);
+  if (!taken.ok()) return error(taken.status().message());
+  const nlohmann::json& args = **taken;
   if (Status s = schemas::validate(*tool.input_schema, args, "arguments"); !s.ok()) {
     return error("invalid arguments for " + std::string(tool.spec->name) + ": " + s.message());
   }
