@@ -35,50 +35,63 @@ std::string promptText(std::string_view text) {
   return out;
 }
 
-Result<nlohmann::json> elicitationParams(permissions::Operation op, std::string_view target,
-                                         const permissions::Decision& why) {
-  const std::string name(permissions::operationName(op));
-  const std::string shown = target.empty() ? std::string(".") : promptText(target);
+Result<nlohmann::json> elicitationParams(const permissions::Question& q) {
+  const std::string name(permissions::operationName(q.op));
+  const std::string shown = q.shown.empty() ? std::string(".") : promptText(q.shown);
   if (shown.size() > kMaxPromptText) {
     return failedPrecondition("it is too long to show whole in an approval prompt (" +
                               std::to_string(shown.size()) + " bytes; at most " +
                               std::to_string(kMaxPromptText) +
                               "), so the user is not asked: split it, or add a rule");
   }
-  const std::string reason = "The rules say ask (" + why.source +
-                             (why.description.empty() ? "" : ": " + why.description) + ").";
+  const std::string reason = "The rules say ask (" + q.why.source +
+                             (q.why.description.empty() ? "" : ": " + q.why.description) + ").";
   // A command or a cell is shown as a block of its own, below the question.
   const bool block =
-      op == permissions::Operation::kExecute || op == permissions::Operation::kPython;
+      q.op == permissions::Operation::kExecute || q.op == permissions::Operation::kPython;
   std::string question =
       block ? "backyard-mcp asks: allow " + name + "? " + reason + "\n\n" + shown
             : "backyard-mcp asks: allow " + name + " for '" + shown + "'? " + reason;
-  nlohmann::json params = {{"message", std::move(question)},
-                           {"requestedSchema",
-                            {{"type", "object"},
-                             {"properties",
-                              {{"approve",
+  nlohmann::json properties = {{"approve",
                                 {{"type", "boolean"},
                                  {"title", "Allow"},
-                                 {"description", "Allow this " + name + " operation once"}}}}},
-                             {"required", {"approve"}}}}};
+                                 {"description", "Allow this " + name + " operation"}}}};
+  if (!q.remember.empty()) {
+    std::string covers;
+    for (const std::string& grant : q.remember) {
+      covers += (covers.empty() ? "" : "; ") + promptText(grant);
+    }
+    properties["remember"] = {
+        {"type", "boolean"},
+        {"title", "Allow for the rest of this session"},
+        {"description", "With Allow: do not ask again in this session for " + covers},
+        {"default", false}};
+  }
+  nlohmann::json params = {
+      {"message", std::move(question)},
+      {"requestedSchema",
+       {{"type", "object"}, {"properties", std::move(properties)}, {"required", {"approve"}}}}};
   return params;
 }
 
-Result<bool> ElicitingApprover::approve(permissions::Operation op, std::string_view target,
-                                        const permissions::Decision& why) {
+Result<permissions::Answer> ElicitingApprover::approve(const permissions::Question& question) {
+  using permissions::Answer;
   if (!supported_) {
     return unimplemented(std::string(kNoElicitationAdvice));
   }
-  BYD_ASSIGN_OR_RETURN(nlohmann::json params, elicitationParams(op, target, why));
+  BYD_ASSIGN_OR_RETURN(nlohmann::json params, elicitationParams(question));
   BYD_ASSIGN_OR_RETURN(nlohmann::json answer,
                        requests_.call("elicitation/create", params, timeout_, cancel_));
   const auto action = answer.find("action");
-  if (action == answer.end() || *action != "accept") return false;
+  if (action == answer.end() || *action != "accept") return Answer::kNo;
   const auto content = answer.find("content");
-  if (content == answer.end() || !content->is_object()) return false;
+  if (content == answer.end() || !content->is_object()) return Answer::kNo;
   const auto approve = content->find("approve");
-  return approve != content->end() && *approve == true;
+  if (approve == content->end() || *approve != true) return Answer::kNo;
+  const auto remember = content->find("remember");
+  const bool for_session =
+      !question.remember.empty() && remember != content->end() && *remember == true;
+  return for_session ? Answer::kYesForSession : Answer::kYes;
 }
 
 }  // namespace byd::mcp

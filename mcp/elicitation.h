@@ -1,8 +1,9 @@
 #pragma once
 // Asks the user, through the client's elicitation/create, whether an operation that the rules
-// mark "ask" may proceed. Only an explicit accept with approve=true counts as yes; decline and
+// mark "ask" may proceed. Only an explicit accept with approve=true counts as yes, and with
+// remember=true as yes for the rest of the session (for what the prompt names); decline and
 // cancel are no; a client without elicitation, an error or no answer in time leave it to the
-// ask fallback. One instance per tool call.
+// ask fallback. One instance per tool call; the session's grants outlive it.
 
 #include <chrono>
 
@@ -23,20 +24,22 @@ class ElicitingApprover : public permissions::Approver {
   // Whether the client can be asked (it declared elicitation, and the request is not stateless).
   enum class Client { kCanAsk, kCannotAsk };
   ElicitingApprover(ClientRequests& requests, Client client, std::chrono::milliseconds timeout,
-                    CancelToken cancel)
+                    CancelToken cancel, permissions::SessionGrants& grants)
       : requests_(requests),
         supported_(client == Client::kCanAsk),
         timeout_(timeout),
-        cancel_(std::move(cancel)) {}
+        cancel_(std::move(cancel)),
+        grants_(grants) {}
 
-  Result<bool> approve(permissions::Operation op, std::string_view target,
-                       const permissions::Decision& why) override;
+  Result<permissions::Answer> approve(const permissions::Question& question) override;
+  permissions::SessionGrants* grants() override { return supported_ ? &grants_ : nullptr; }
 
  private:
   ClientRequests& requests_;
   const bool supported_;
   const std::chrono::milliseconds timeout_;
   const CancelToken cancel_;
+  permissions::SessionGrants& grants_;
 };
 
 // The longest text (a command with its variables, a cell) a prompt shows. Longer ones are not
@@ -49,8 +52,7 @@ inline constexpr size_t kMaxPromptText = 16 * 1024;
 std::string promptText(std::string_view text);
 
 // The elicitation/create params for one question, or why it cannot be asked (exposed for
-// tests). `target` is everything the operation would act on, whole.
-Result<nlohmann::json> elicitationParams(permissions::Operation op, std::string_view target,
-                                         const permissions::Decision& why);
+// tests). With something to remember, the form offers "allow for the rest of this session".
+Result<nlohmann::json> elicitationParams(const permissions::Question& question);
 
 }  // namespace byd::mcp

@@ -185,6 +185,7 @@ class Server : public MessageHandler {
   const ServerOptions options_;
   const permissions::Guard* const guard_;
   permissions::DeniedFiles denied_files_;  // hard links to what the rules deny
+  permissions::SessionGrants grants_;      // what the user allowed for the rest of the session
   ClientRequests client_requests_;
   std::map<std::string, Method, std::less<>> methods_;
 

@@ -154,7 +154,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
   const auto client = !caller.stateless && caller.has("elicitation")
                           ? ElicitingApprover::Client::kCanAsk
                           : ElicitingApprover::Client::kCannotAsk;
-  ElicitingApprover approver(client_requests_, client, options_.ask_timeout, token);
+  ElicitingApprover approver(client_requests_, client, options_.ask_timeout, token, grants_);
   permissions::GuardedBackend guarded(backend_, *guard_, *op, &approver, &denied_files_);
   ToolContext ctx{guarded, limits_, token, [&guarded] { return guarded.hiddenCount(); }, progress};
   return callTool(*tool, p.arguments, ctx, structured);

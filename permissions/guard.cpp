@@ -28,6 +28,20 @@ bool isOneOf(std::string_view word, std::initializer_list<std::string_view> list
   return std::find(list.begin(), list.end(), word) != list.end();
 }
 
+// The variables a simple command sets that change what runs: before it, or exported by it.
+std::vector<std::string_view> variablesThatChangeWhatRuns(const SimpleCommand& command) {
+  std::vector<std::string_view> names;
+  for (const std::string& a : command.assignments) names.push_back(assignedName(a));
+  if (!command.words.empty() &&
+      isOneOf(command.words.front(), {"export", "declare", "typeset", "readonly", "local"})) {
+    for (size_t i = 1; i < command.words.size(); ++i) {
+      if (!command.words[i].starts_with('-')) names.push_back(assignedName(command.words[i]));
+    }
+  }
+  std::erase_if(names, [](std::string_view name) { return !changesWhatRuns(name); });
+  return names;
+}
+
 }  // namespace
 
 std::string displayTarget(std::string_view target) {
@@ -39,16 +53,7 @@ Guard::Guard(Ruleset rules, AskFallback fallback) : rules_(std::move(rules)), fa
 Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
   Decision d = rules_.decide(Operation::kExecute, command.text());
   if (d.action == Action::kDeny) return d;
-  // The variables it sets that change what runs: before it, or exported by it.
-  std::vector<std::string_view> names;
-  for (const std::string& a : command.assignments) names.push_back(assignedName(a));
-  if (!command.words.empty() &&
-      isOneOf(command.words.front(), {"export", "declare", "typeset", "readonly", "local"})) {
-    for (size_t i = 1; i < command.words.size(); ++i) {
-      if (!command.words[i].starts_with('-')) names.push_back(assignedName(command.words[i]));
-    }
-  }
-  std::erase_if(names, [](std::string_view name) { return !changesWhatRuns(name); });
+  const std::vector<std::string_view> names = variablesThatChangeWhatRuns(command);
   if (names.empty()) return d;
   const std::string full = command.fullText();
   Decision named = rules_.decide(Operation::kExecute, full);
@@ -66,7 +71,8 @@ Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
           ""};
 }
 
-Decision Guard::decideCommand(std::string_view line, const Env& env) const {
+Decision Guard::decideCommand(std::string_view line, const Env& env, const SessionGrants* grants,
+                              std::vector<SessionGrant>* offer) const {
   SplitResult split = splitCommandLine(line);
   if (!env.empty()) {
     // The variables reach every command of the line, and the shell that runs it.
@@ -79,6 +85,8 @@ Decision Guard::decideCommand(std::string_view line, const Env& env) const {
   }
   Decision combined{Action::kAllow, "every command allowed", "", ""};
   bool judged = false;
+  std::vector<SessionGrant> offered;
+  bool all_offered = true;
   for (const SimpleCommand& command : split.commands) {
     if (command.words.empty() &&
         std::none_of(command.assignments.begin(), command.assignments.end(),
@@ -91,12 +99,33 @@ Decision Guard::decideCommand(std::string_view line, const Env& env) const {
       d.source += " for '" + shorten(command.fullText()) + "'";
       return d;
     }
-    if (d.action == Action::kAsk && combined.action == Action::kAllow) combined = d;
+    if (d.action != Action::kAsk) continue;
+    // Session grants speak of commands alone, never of variables that change what runs.
+    const bool plain = variablesThatChangeWhatRuns(command).empty();
+    if (plain && grants != nullptr && grants->covers(Operation::kExecute, command.text())) {
+      spdlog::info("permission: execute allowed for '{}' for this session, as the user said",
+                   shorten(command.text()));
+      continue;
+    }
+    std::optional<SessionGrant> grant =
+        plain ? SessionGrant::forCommand(command) : std::optional<SessionGrant>();
+    if (grant) {
+      offered.push_back(std::move(*grant));
+    } else {
+      all_offered = false;
+    }
+    if (combined.action == Action::kAllow) combined = d;
   }
   if (!judged && split.certain) return rules_.decide(Operation::kExecute, "");
-  if (!split.certain && combined.action == Action::kAllow) {
-    return {Action::kAsk, "the command line cannot be split with certainty (" + split.reason + ")",
-            "", ""};
+  if (!split.certain) {
+    all_offered = false;
+    if (combined.action == Action::kAllow) {
+      combined = {Action::kAsk,
+                  "the command line cannot be split with certainty (" + split.reason + ")", "", ""};
+    }
+  }
+  if (offer != nullptr && combined.action == Action::kAsk && all_offered) {
+    *offer = std::move(offered);
   }
   return combined;
 }
@@ -106,7 +135,17 @@ Decision Guard::decide(Operation op, std::string_view target) const {
 }
 
 Status Guard::check(Operation op, std::string_view target, Approver* approver) const {
-  return enforce(op, decide(op, target), target, target, approver);
+  if (op == Operation::kExecute) return checkCommand(target, {}, "", approver);
+  const Decision d = rules_.decide(op, target);
+  SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
+  if (d.action != Action::kAsk || grants == nullptr)
+    return enforce(op, d, target, target, approver, {});
+  if (grants->covers(op, target)) {
+    spdlog::info("permission: {} allowed for {} for this session, as the user said",
+                 operationName(op), displayTarget(target));
+    return okStatus();
+  }
+  return enforce(op, d, target, target, approver, {SessionGrant::forTarget(op, target)});
 }
 
 Status Guard::checkCommand(std::string_view line, const Env& env, std::string_view cwd,
@@ -117,11 +156,15 @@ Status Guard::checkCommand(std::string_view line, const Env& env, std::string_vi
     for (const auto& [name, value] : env) shown += "\n  " + name + "=" + value;
   }
   if (!cwd.empty() && cwd != ".") shown += "\n\nin the directory " + std::string(cwd);
-  return enforce(Operation::kExecute, decideCommand(line, env), line, shown, approver);
+  SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
+  std::vector<SessionGrant> offer;
+  const Decision d = decideCommand(line, env, grants, grants != nullptr ? &offer : nullptr);
+  return enforce(Operation::kExecute, d, line, shown, approver, offer);
 }
 
 Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
-                      std::string_view shown, Approver* approver) const {
+                      std::string_view shown, Approver* approver,
+                      const std::vector<SessionGrant>& offer) const {
   const std::string what = std::string(operationName(op)) + " " + std::string(actionName(d.action));
   spdlog::info("permission: {} for {} ({})", what, displayTarget(target), d.source);
   const std::string subject = std::string(operationName(op)) + " for " + displayTarget(target);
@@ -130,11 +173,18 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
     return permissionDenied(std::string(operationName(op)) + " denied for " +
                             displayTarget(target) + ": " + reasonOf(d));
   }
-  Result<bool> answer =
-      approver ? approver->approve(op, shown, d) : Result<bool>(unimplemented("no approver"));
+  Question question{op, shown, d, {}};
+  for (const SessionGrant& grant : offer) question.remember.push_back(grant.describe());
+  Result<Answer> answer =
+      approver ? approver->approve(question) : Result<Answer>(unimplemented("no approver"));
   if (answer.ok()) {
-    spdlog::info("permission: {} {} by the user", subject, *answer ? "approved" : "refused");
-    if (*answer) return okStatus();
+    const bool yes = *answer != Answer::kNo;
+    spdlog::info("permission: {} {} by the user{}", subject, yes ? "approved" : "refused",
+                 *answer == Answer::kYesForSession ? " for the rest of this session" : "");
+    if (*answer == Answer::kYesForSession && approver->grants() != nullptr) {
+      for (const SessionGrant& grant : offer) approver->grants()->add(grant);
+    }
+    if (yes) return okStatus();
     return permissionDenied(subject + " needs approval (" + d.source + ") and the user declined");
   }
   if (fallback_ == AskFallback::kAllow) {

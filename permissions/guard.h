@@ -13,16 +13,31 @@
 #include "common/result.h"
 #include "permissions/command_split.h"
 #include "permissions/ruleset.h"
+#include "permissions/session_grants.h"
 
 namespace byd::permissions {
+
+// One question for the user.
+struct Question {
+  Operation op;
+  std::string_view shown;  // everything the operation would act on, whole
+  const Decision& why;
+  // What "allow for the rest of this session" would cover ("write under 'src/**'"); empty when
+  // that is not offered.
+  std::vector<std::string> remember;
+};
+
+enum class Answer { kNo, kYes, kYesForSession };
 
 // Someone who can say yes or no to one operation: in practice the user, asked by the client.
 class Approver {
  public:
   virtual ~Approver() = default;
-  // True only on an explicit yes; false on no; an error when no answer could be had (the
-  // client cannot be asked, or did not answer in time), in which case the fallback decides.
-  virtual Result<bool> approve(Operation op, std::string_view target, const Decision& why) = 0;
+  // Yes only on an explicit yes; an error when no answer could be had (the client cannot be
+  // asked, or did not answer in time), in which case the fallback decides.
+  virtual Result<Answer> approve(const Question& question) = 0;
+  // Where this session's "for the rest of this session" answers are kept; null: not offered.
+  virtual SessionGrants* grants() { return nullptr; }
 };
 
 enum class AskFallback { kDeny, kAllow };
@@ -43,7 +58,12 @@ class Guard {
   // (judged as NAME=value words before each; a variable that changes what runs needs a rule
   // that names it). The approver is shown the whole line, the variables and `cwd`.
   using Env = std::vector<std::pair<std::string, std::string>>;
-  Decision decideCommand(std::string_view line, const Env& env) const;
+  // With `grants`, a command that asks and that they cover is allowed; `offer` receives what
+  // "for the rest of this session" would cover of the commands still asking (nothing when the
+  // line cannot be split with certainty).
+  Decision decideCommand(std::string_view line, const Env& env,
+                         const SessionGrants* grants = nullptr,
+                         std::vector<SessionGrant>* offer = nullptr) const;
   Status checkCommand(std::string_view line, const Env& env, std::string_view cwd,
                       Approver* approver) const;
   // Whether listings must hide `path`: reading it is denied outright.
@@ -60,7 +80,7 @@ class Guard {
   Decision decideSimpleCommand(const SimpleCommand& command) const;
   // The decision made, logged and carried out; `shown` is what the approver sees.
   Status enforce(Operation op, const Decision& d, std::string_view target, std::string_view shown,
-                 Approver* approver) const;
+                 Approver* approver, const std::vector<SessionGrant>& offer) const;
 
   Ruleset rules_;
   AskFallback fallback_;

@@ -228,7 +228,8 @@ async function askSuite(binary, h) {
 
   // (a) accept with approve: true proceeds; accept with approve: false does not.
   let approve = true;
-  const accepting = eliciting(() => ({ action: 'accept', content: { approve } }));
+  let remember = false;
+  const accepting = eliciting(() => ({ action: 'accept', content: { approve, remember } }));
   await withServer(binary, h, 'ask accept', root, { ruleset: 'default', ...accepting.options },
     async ({ transport }, call) => {
       await h.check('initialize declared the elicitation capability', async () => {
@@ -253,10 +254,25 @@ async function askSuite(binary, h) {
         assert.ok(params.message.includes('approved.txt'), params.message);
         const schema = params.requestedSchema;
         assert.equal(schema.type, 'object');
-        assert.deepEqual(Object.keys(schema.properties), ['approve']);
+        assert.deepEqual(Object.keys(schema.properties), ['approve', 'remember']);
         assert.equal(schema.properties.approve.type, 'boolean');
+        assert.equal(schema.properties.remember.type, 'boolean');
+        assert.ok(schema.properties.remember.description.includes("write of 'approved.txt'"),
+          schema.properties.remember.description);
         assert.deepEqual(schema.required, ['approve']);
         assert.equal(elicitationRequests(transport).length, 1);
+      });
+
+      await h.check('approve + remember: the same directory is not asked about again', async () => {
+        remember = true;
+        h.assertOk(await call('write_file', { path: 'notes/a.txt', content: 'a\n' }));
+        assert.equal(accepting.asked.length, 2);
+        assert.ok(accepting.asked[1].requestedSchema.properties.remember.description
+          .includes("write under 'notes/**'"));
+        h.assertOk(await call('write_file', { path: 'notes/deeper/b.txt', content: 'b\n' }));
+        assert.equal(accepting.asked.length, 2, 'asked again inside a directory allowed for the session');
+        assert.equal(fs.readFileSync(path.join(root, 'notes/deeper/b.txt'), 'utf8'), 'b\n');
+        remember = false;
       });
 
       await h.check('accept with approve:false is a refusal', async () => {
@@ -264,7 +280,7 @@ async function askSuite(binary, h) {
         const r = await call('write_file', { path: 'refused.txt', content: 'no\n' });
         h.assertToolError(r, denied('refused.txt'), 'the user declined');
         assertAbsent(root, 'refused.txt');
-        assert.equal(accepting.asked.length, 2);
+        assert.equal(accepting.asked.length, 3);
       });
     });
 
@@ -339,7 +355,7 @@ async function askSuite(binary, h) {
     });
 
   h.setLabel('ask');
-  await h.check('only the approved and the fallback files were written', async () => {
-    assert.deepEqual(fs.readdirSync(root).sort(), ['approved.txt', 'fallback.txt', 'readme.txt']);
+  await h.check('only the approved files and the fallback file were written', async () => {
+    assert.deepEqual(fs.readdirSync(root).sort(), ['approved.txt', 'fallback.txt', 'notes', 'readme.txt']);
   });
 }

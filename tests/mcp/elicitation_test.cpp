@@ -14,7 +14,7 @@ const Decision kAsk{Action::kAsk, "execute default", "", ""};
 TEST(Elicitation, TheWholeCommandIsShownWithItsLineBreaks) {
   const std::string line =
       "echo \"running the unit tests\"" + std::string(220, ' ') + "; echo HIDDEN >&2\nrm -rf build";
-  auto params = elicitationParams(Operation::kExecute, line, kAsk);
+  auto params = elicitationParams({Operation::kExecute, line, kAsk, {}});
   ASSERT_TRUE(params.ok()) << params.status().message();
   const std::string message = (*params)["message"];
   EXPECT_EQ(message,
@@ -34,21 +34,35 @@ TEST(Elicitation, ControlAndInvisibleCharactersAreEscaped) {
 
 TEST(Elicitation, TextTooLongToShowIsNotAskedAbout) {
   const std::string code(kMaxPromptText + 1, 'x');
-  auto params = elicitationParams(Operation::kPython, code, kAsk);
+  auto params = elicitationParams({Operation::kPython, code, kAsk, {}});
   ASSERT_FALSE(params.ok());
   EXPECT_NE(params.status().message().find("too long to show whole in an approval prompt (16385 "
                                            "bytes; at most 16384)"),
             std::string::npos)
       << params.status().message();
-  EXPECT_TRUE(elicitationParams(Operation::kPython, code.substr(1), kAsk).ok());
+  EXPECT_TRUE(elicitationParams({Operation::kPython, code.substr(1), kAsk, {}}).ok());
 }
 
 TEST(Elicitation, APathIsAskedAboutInTheQuestion) {
-  auto params = elicitationParams(Operation::kWrite, "src/a.py",
-                                  Decision{Action::kAsk, "write default", "", ""});
+  const Decision why{Action::kAsk, "write default", "", ""};
+  auto params = elicitationParams({Operation::kWrite, "src/a.py", why, {}});
   ASSERT_TRUE(params.ok());
   EXPECT_EQ((*params)["message"],
             "backyard-mcp asks: allow write for 'src/a.py'? The rules say ask (write default).");
+  // Nothing to remember: the form has no such box.
+  EXPECT_FALSE((*params)["requestedSchema"]["properties"].contains("remember"));
+}
+
+TEST(Elicitation, AllowingForTheSessionIsOfferedWithWhatItCovers) {
+  const Decision why{Action::kAsk, "write default", "", ""};
+  auto params = elicitationParams({Operation::kWrite, "src/a.py", why, {"write under 'src/**'"}});
+  ASSERT_TRUE(params.ok());
+  const nlohmann::json& remember = (*params)["requestedSchema"]["properties"]["remember"];
+  EXPECT_EQ(remember["type"], "boolean");
+  EXPECT_EQ(remember["title"], "Allow for the rest of this session");
+  EXPECT_EQ(remember["description"],
+            "With Allow: do not ask again in this session for write under 'src/**'");
+  EXPECT_EQ((*params)["requestedSchema"]["required"], nlohmann::json::array({"approve"}));
 }
 
 }  // namespace

@@ -44,12 +44,14 @@ class FakeTransport : public mcp::Transport {
   }
 
   // Waits (up to 20 s) for a message with this method; null json if none came.
-  nlohmann::json waitForMethod(const std::string& method) {
+  // The `nth` message (from 0) sent with `method`.
+  nlohmann::json waitForMethod(const std::string& method, size_t nth = 0) {
     std::unique_lock lock(mu_);
     nlohmann::json found;
     cv_.wait_for(lock, std::chrono::seconds(20), [&] {
+      size_t seen = 0;
       for (const auto& m : sent_) {
-        if (m.is_object() && m.value("method", "") == method) {
+        if (m.is_object() && m.value("method", "") == method && seen++ == nth) {
           found = m;
           return true;
         }

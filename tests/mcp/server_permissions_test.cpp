@@ -95,6 +95,31 @@ TEST_F(ServerPermissionsTest, AskDeclinedIsDenied) {
   EXPECT_FALSE(backend_.stat("a.txt").ok());
 }
 
+TEST_F(ServerPermissionsTest, AllowedForTheSessionIsNotAskedAgain) {
+  start("default", true);
+  callTool(2, "write_file", {{"path", "src/a.txt"}, {"content", "x"}});
+  json ask = transport_.waitForMethod("elicitation/create");
+  ASSERT_FALSE(ask.is_null());
+  EXPECT_EQ(ask["params"]["requestedSchema"]["properties"]["remember"]["description"],
+            "With Allow: do not ask again in this session for write under 'src/**'");
+  send({{"jsonrpc", "2.0"},
+        {"id", ask["id"]},
+        {"result", {{"action", "accept"}, {"content", {{"approve", true}, {"remember", true}}}}}});
+  EXPECT_EQ(transport_.waitForId(2)["result"]["isError"], false);
+  // The next write in src/ goes through without a question.
+  callTool(3, "write_file", {{"path", "src/b.txt"}, {"content", "y"}});
+  json r = transport_.waitForId(3);
+  EXPECT_EQ(r["result"]["isError"], false) << r.dump();
+  EXPECT_TRUE(backend_.stat("src/b.txt").ok());
+  // Outside src/, the user is asked again.
+  callTool(4, "write_file", {{"path", "a.txt"}, {"content", "z"}});
+  json again = transport_.waitForMethod("elicitation/create", 1);
+  ASSERT_FALSE(again.is_null());
+  EXPECT_NE(again["params"]["message"].get<std::string>().find("'a.txt'"), std::string::npos);
+  send({{"jsonrpc", "2.0"}, {"id", again["id"]}, {"result", {{"action", "decline"}}}});
+  EXPECT_EQ(transport_.waitForId(4)["result"]["isError"], true);
+}
+
 TEST_F(ServerPermissionsTest, AcceptWithoutApprovalIsNo) {
   start("default", true);
   callTool(2, "write_file", {{"path", "a.txt"}, {"content", "x"}});

@@ -113,9 +113,9 @@ TEST(EnvPolicy, EvenPermissiveNeedsARuleThatNamesTheVariable) {
 // Records what the user would be shown.
 class RecordingApprover : public Approver {
  public:
-  Result<bool> approve(Operation, std::string_view target, const Decision&) override {
-    shown = target;
-    return false;
+  Result<Answer> approve(const Question& q) override {
+    shown = q.shown;
+    return Answer::kNo;
   }
   std::string shown;
 };

@@ -22,15 +22,22 @@ Guard presetGuard(std::string_view name) { return guardFor(*presetJson(name)); }
 // An approver that answers from a script and records what it was asked.
 class ScriptedApprover : public Approver {
  public:
-  explicit ScriptedApprover(Result<bool> answer) : answer_(std::move(answer)) {}
-  Result<bool> approve(Operation op, std::string_view target, const Decision&) override {
-    asked.push_back(std::string(operationName(op)) + " " + std::string(target));
+  explicit ScriptedApprover(Result<Answer> answer, SessionGrants* grants = nullptr)
+      : answer_(std::move(answer)), grants_(grants) {}
+  explicit ScriptedApprover(bool yes) : ScriptedApprover(yes ? Answer::kYes : Answer::kNo) {}
+  Result<Answer> approve(const Question& q) override {
+    asked.push_back(std::string(operationName(q.op)) + " " + std::string(q.shown));
+    std::string remember;
+    for (const std::string& r : q.remember) remember += (remember.empty() ? "" : "; ") + r;
+    offered.push_back(remember);
     return answer_;
   }
-  std::vector<std::string> asked;
+  SessionGrants* grants() override { return grants_; }
+  std::vector<std::string> asked, offered;
 
  private:
-  Result<bool> answer_;
+  Result<Answer> answer_;
+  SessionGrants* grants_;
 };
 
 class OnlyGitStatusAndLs : public ::testing::TestWithParam<const char*> {};
@@ -112,6 +119,72 @@ TEST(Guard, AskWithoutAnswerFallsBack) {
   EXPECT_TRUE(lenient.check(Operation::kWrite, "a.txt", &silent).ok());
   // The fallback never overrides a deny.
   EXPECT_FALSE(lenient.check(Operation::kWrite, ".env", &silent).ok());
+}
+
+TEST(Guard, AYesForTheSessionCoversTheFilesDirectory) {
+  Guard g = presetGuard("default");
+  SessionGrants grants;
+  ScriptedApprover always(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(g.check(Operation::kWrite, "src/app/a.py", &always).ok());
+  EXPECT_EQ(always.offered, (std::vector<std::string>{"write under 'src/app/**'"}));
+  // Below the directory: not asked again.
+  EXPECT_TRUE(g.check(Operation::kWrite, "src/app/b.py", &always).ok());
+  EXPECT_TRUE(g.check(Operation::kWrite, "src/app/deep/c.py", &always).ok());
+  EXPECT_EQ(always.asked.size(), 1u);
+  // Elsewhere, and for another operation: asked.
+  EXPECT_TRUE(g.check(Operation::kWrite, "src/other.py", &always).ok());
+  EXPECT_TRUE(g.check(Operation::kEdit, "src/app/a.py", &always).ok());
+  EXPECT_EQ(always.asked, (std::vector<std::string>{"write src/app/a.py", "write src/other.py",
+                                                    "edit src/app/a.py"}));
+  // A file at the root is remembered alone.
+  EXPECT_TRUE(g.check(Operation::kWrite, "notes.md", &always).ok());
+  EXPECT_EQ(always.offered.back(), "write of 'notes.md'");
+  ScriptedApprover no(false);
+  no.asked.clear();
+  // What the rules deny stays denied.
+  EXPECT_FALSE(g.check(Operation::kWrite, "src/app/.env", &always).ok());
+  // A grant is the session's: an approver without it asks again.
+  ScriptedApprover other(Answer::kNo, nullptr);
+  EXPECT_FALSE(g.check(Operation::kWrite, "src/app/b.py", &other).ok());
+  EXPECT_EQ(other.offered, (std::vector<std::string>{""}));
+}
+
+TEST(Guard, AYesForTheSessionCoversTheCommandAndItsSubcommand) {
+  Guard g = presetGuard("default");
+  ASSERT_EQ(g.decide(Operation::kExecute, "git commit -m x").action, Action::kAsk);
+  SessionGrants grants;
+  ScriptedApprover always(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -m 'first'", &always).ok());
+  EXPECT_EQ(always.offered,
+            (std::vector<std::string>{"execute of commands matching 'git commit*'"}));
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit --amend", &always).ok());
+  EXPECT_EQ(always.asked.size(), 1u);
+  // Only the command not covered is offered in a line with both.
+  ScriptedApprover once(Answer::kYes, &grants);
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -q && git push", &once).ok());
+  EXPECT_EQ(once.offered, (std::vector<std::string>{"execute of commands matching 'git push*'"}));
+  // "git commitx" is no "git commit".
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commitx", &once).ok());
+  EXPECT_EQ(once.asked.size(), 2u);
+  // A line that cannot be split with certainty is asked about every time, with nothing to
+  // remember.
+  ScriptedApprover again(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -F <(echo msg)", &again).ok());
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -F - <<< msg", &again).ok());
+  EXPECT_EQ(again.asked.size(), 2u);
+  EXPECT_EQ(again.offered, (std::vector<std::string>{"", ""}));
+  // A variable that changes what runs is never covered.
+  EXPECT_FALSE(g.check(Operation::kExecute, "GIT_DIR=/tmp/x git commit", &once).ok());
+}
+
+TEST(Guard, AYesForTheSessionCoversAnyCodeForPython) {
+  Guard g = guardFor({{"default", "allow"}, {"python", {{"default", "ask"}}}});
+  SessionGrants grants;
+  ScriptedApprover always(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(g.check(Operation::kPython, "print(1)", &always).ok());
+  EXPECT_TRUE(g.check(Operation::kPython, "print(2)", &always).ok());
+  EXPECT_EQ(always.asked, (std::vector<std::string>{"python print(1)"}));
+  EXPECT_EQ(always.offered, (std::vector<std::string>{"python of any code"}));
 }
 
 TEST(GuardedBackend, HidesDeniedEntriesAndCountsThem) {
