@@ -44,6 +44,17 @@ struct WriteOutcome {
   uint64_t size = 0;     // file size after the write
 };
 
+struct MoveOutcome {
+  FileType type = FileType::kFile;  // what was moved (a symlink is moved, not followed)
+  bool replaced = false;            // something of the destination's name was replaced
+};
+
+struct RemoveOutcome {
+  FileType type = FileType::kFile;  // what `key` was
+  uint64_t files = 0;               // files, symlinks and others removed
+  uint64_t dirs = 0;                // directories removed, `key` included
+};
+
 // A shell command to run in the workspace.
 struct ExecRequest {
   std::string command;
@@ -130,6 +141,17 @@ class FileSystem {
   // keeps an existing file's permission bits.
   virtual Result<WriteOutcome> write(const std::string& key, std::string_view data,
                                      WriteMode mode) = 0;
+  // Makes directory `key` and any missing parents: true when it made it, false when it was a
+  // directory already; an error when something else has its name.
+  virtual Result<bool> makeDir(const std::string& key) = 0;
+  // Renames `from` to `to` in one step, creating `to`'s missing parents; a symlink is moved,
+  // not what it points at. Without `replace` it fails when `to` exists; with it, a file
+  // replaces a file and a directory an empty directory, never one kind the other.
+  virtual Result<MoveOutcome> move(const std::string& from, const std::string& to,
+                                   bool replace) = 0;
+  // Deletes a file or a symlink (never what it points at), an empty directory, or with
+  // `recursive` a directory and everything below it (never following a symlink out of it).
+  virtual Result<RemoveOutcome> remove(const std::string& key, bool recursive) = 0;
 };
 
 // Runs code in the workspace.

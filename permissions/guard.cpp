@@ -148,6 +148,30 @@ Status Guard::check(Operation op, std::string_view target, Approver* approver) c
   return enforce(op, d, target, target, approver, {SessionGrant::forTarget(op, target)});
 }
 
+Status Guard::checkMove(std::string_view from, std::string_view to, Approver* approver) const {
+  const Decision a = rules_.decide(Operation::kMove, from);
+  const Decision b = rules_.decide(Operation::kMove, to);
+  if (a.action == Action::kDeny) return enforce(Operation::kMove, a, from, from, nullptr, {});
+  if (b.action == Action::kDeny) return enforce(Operation::kMove, b, to, to, nullptr, {});
+  SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
+  const auto asks = [&](const Decision& d, std::string_view path) {
+    return d.action == Action::kAsk &&
+           (grants == nullptr || !grants->covers(Operation::kMove, path));
+  };
+  const std::string both = std::string(from) + " -> " + std::string(to);
+  if (!asks(a, from) && !asks(b, to)) {
+    spdlog::info("permission: move allowed for '{}' ({}; {})", both, a.source, b.source);
+    return okStatus();
+  }
+  std::vector<SessionGrant> offer;
+  if (grants != nullptr) {
+    offer.push_back(SessionGrant::forTarget(Operation::kMove, from));
+    SessionGrant second = SessionGrant::forTarget(Operation::kMove, to);
+    if (second.describe() != offer.front().describe()) offer.push_back(std::move(second));
+  }
+  return enforce(Operation::kMove, asks(a, from) ? a : b, both, both, approver, offer);
+}
+
 Status Guard::checkCommand(std::string_view line, const Env& env, std::string_view cwd,
                            Approver* approver) const {
   std::string shown(line);

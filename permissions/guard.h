@@ -66,6 +66,9 @@ class Guard {
                          std::vector<SessionGrant>* offer = nullptr) const;
   Status checkCommand(std::string_view line, const Env& env, std::string_view cwd,
                       Approver* approver) const;
+  // A move judges both paths by the move rules: a deny of either denies, and when either asks
+  // the user is asked once about both.
+  Status checkMove(std::string_view from, std::string_view to, Approver* approver) const;
   // Whether listings must hide `path`: reading it is denied outright.
   bool hidesFromListings(std::string_view path) const;
   bool hidden(Operation op) const { return rules_.alwaysDenied(op); }

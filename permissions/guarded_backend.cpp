@@ -14,7 +14,12 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
     BYD_RETURN_IF_ERROR(checkRead(key));
     return key;
   }
-  BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
+  if (op_ == Operation::kMove) {
+    // Both paths are asked about together, in move().
+    BYD_RETURN_IF_ERROR(checkNotDenied(key));
+  } else {
+    BYD_RETURN_IF_ERROR(guard_.check(op_, key, approver_));
+  }
   // Through a symlink, the file reached must not be one the rules deny for this operation.
   BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
   if (real != key && guard_.decide(op_, real).action == Action::kDeny) {
@@ -109,14 +114,71 @@ Status GuardedBackend::readStream(const std::string& key, size_t chunk_bytes,
   return inner_.readStream(key, chunk_bytes, sink);
 }
 
+Status GuardedBackend::checkNotDenied(const std::string& key) const {
+  if (guard_.decide(op_, key).action != Action::kDeny) return okStatus();
+  return guard_.check(op_, key, nullptr);
+}
+
+Status GuardedBackend::checkTree(const std::string& key, const std::string* to) const {
+  auto info = inner_.stat(key);
+  if (!info.ok() || info->type != FileType::kDir) return okStatus();
+  std::vector<std::string> dirs{key};
+  Status found = okStatus();
+  auto judge = [&](const std::string& path, const std::string& held) {
+    const Decision d = guard_.decide(op_, path);
+    if (d.action != Action::kDeny) return true;
+    const std::string why = d.description.empty() ? "by " + d.source : d.description;
+    const std::string name(operationName(op_));
+    found = permissionDenied(
+        name + " denied for " + displayTarget(key) + ": it holds " + displayTarget(held) +
+        (path == held ? ", which the rules deny for " + name
+                      : ", which would become " + displayTarget(path) + ", which the rules deny") +
+        " (" + why + ")");
+    return false;
+  };
+  while (!dirs.empty() && found.ok()) {
+    const std::string dir = std::move(dirs.back());
+    dirs.pop_back();
+    BYD_RETURN_IF_ERROR(inner_.listEach(dir, [&](const FileInfo& e) {
+      const std::string child = joinKey(dir, e.name);
+      if (!judge(child, child)) return false;
+      if (to != nullptr &&
+          !judge(joinKey(*to, child.substr(key.size() + (key.empty() ? 0 : 1))), child)) {
+        return false;
+      }
+      if (e.type == FileType::kDir) dirs.push_back(child);
+      return true;
+    }));
+  }
+  return found;
+}
+
 Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_view data,
                                            WriteMode mode) {
   // The main target was approved in normalize(); a write elsewhere must at least not be denied.
-  if (guard_.decide(op_, key).action == Action::kDeny) {
-    BYD_RETURN_IF_ERROR(guard_.check(op_, key, nullptr));
-  }
+  BYD_RETURN_IF_ERROR(checkNotDenied(key));
   if (denied_files_ != nullptr) denied_files_->invalidate();
   return inner_.write(key, data, mode);
+}
+
+Result<bool> GuardedBackend::makeDir(const std::string& key) {
+  BYD_RETURN_IF_ERROR(checkNotDenied(key));
+  return inner_.makeDir(key);
+}
+
+Result<MoveOutcome> GuardedBackend::move(const std::string& from, const std::string& to,
+                                         bool replace) {
+  BYD_RETURN_IF_ERROR(guard_.checkMove(from, to, approver_));
+  BYD_RETURN_IF_ERROR(checkTree(from, &to));
+  if (denied_files_ != nullptr) denied_files_->invalidate();
+  return inner_.move(from, to, replace);
+}
+
+Result<RemoveOutcome> GuardedBackend::remove(const std::string& key, bool recursive) {
+  BYD_RETURN_IF_ERROR(checkNotDenied(key));
+  if (recursive) BYD_RETURN_IF_ERROR(checkTree(key, nullptr));
+  if (denied_files_ != nullptr) denied_files_->invalidate();
+  return inner_.remove(key, recursive);
 }
 
 Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const CancelToken& cancel) {

@@ -38,6 +38,12 @@ class GuardedBackend : public Backend, private Executor {
                     const std::function<bool(std::string_view)>& sink) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  Result<bool> makeDir(const std::string& key) override;
+  // Both paths are judged together (one question when either asks); a directory's entries,
+  // where they are and where they would be, must not be ones the rules deny.
+  Result<MoveOutcome> move(const std::string& from, const std::string& to, bool replace) override;
+  // A directory's entries must not be ones the rules deny.
+  Result<RemoveOutcome> remove(const std::string& key, bool recursive) override;
   // An executor when the inner backend has one: its commands and code judged first.
   Executor* executor() override { return inner_.executor() != nullptr ? this : nullptr; }
 
@@ -60,6 +66,11 @@ class GuardedBackend : public Backend, private Executor {
   Status checkRead(const std::string& key) const;
   // The file `real` reaches must not be another name (a hard link) of one the read rules deny.
   Status checkLinks(const std::string& key, const std::string& real) const;
+  // A path other than the approved main target must at least not be denied.
+  Status checkNotDenied(const std::string& key) const;
+  // Every entry below directory `key` (and, for a move, where it would land below `to`) must
+  // not be one the rules deny for this operation. Nothing to check for a file.
+  Status checkTree(const std::string& key, const std::string* to) const;
 
   Backend& inner_;
   const Guard& guard_;

@@ -87,6 +87,17 @@ json systemPathRules() {
   return rules;
 }
 
+// What deleting or moving away would lose for good: the repository's history.
+json protectedPathRules() {
+  json rules = json::array();
+  for (const char* p : {"**/.git", "**/.git/**"}) {
+    rules.push_back({{"pattern", p},
+                     {"action", "deny"},
+                     {"description", "the repository's history is never moved or deleted"}});
+  }
+  return rules;
+}
+
 json concat(json a, const json& b) {
   for (const json& rule : b) a.push_back(rule);
   return a;
@@ -109,6 +120,9 @@ json build(const char* name, const char* description, const char* global, const 
           {"grep", section(read, secrets)},
           {"write", section(write, concat(secrets, write_extra))},
           {"edit", section(write, concat(secrets, write_extra))},
+          {"mkdir", section(write, concat(secrets, write_extra))},
+          {"move", section(write, concat(concat(secrets, protectedPathRules()), write_extra))},
+          {"delete", section(write, concat(concat(secrets, protectedPathRules()), write_extra))},
           {"execute",
            section(run, concat(json::array({secretCommandRule()}), dangerousCommandRules()))},
           {"python", section(run, json::array({secretPythonRule()}))}};

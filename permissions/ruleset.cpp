@@ -11,7 +11,11 @@ namespace byd::permissions {
 namespace {
 
 constexpr std::array<std::string_view, kOperationCount> kOperationNames = {
-    "read", "write", "edit", "ls", "glob", "grep", "execute", "python"};
+    "read", "write", "edit", "ls", "glob", "grep", "execute", "python", "mkdir", "move", "delete"};
+
+bool judgedAsWrite(Operation op) {
+  return op == Operation::kMkdir || op == Operation::kMove || op == Operation::kDelete;
+}
 constexpr std::array<std::string_view, 3> kActionNames = {"allow", "deny", "ask"};
 
 RE2::Options regexOptions() {
@@ -109,9 +113,10 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
   out.name_ = doc.value("name", "custom");
   out.fallback_ = *parseAction(doc["default"].get<std::string>());
   for (size_t i = 0; i < kOperationCount; ++i) {
+    OperationRules& ops = out.ops_[i];
+    ops.named = static_cast<Operation>(i);
     auto section = doc.find(std::string(kOperationNames[i]));
     if (section == doc.end()) continue;
-    OperationRules& ops = out.ops_[i];
     if (auto d = section->find("default"); d != section->end()) {
       ops.fallback = parseAction(d->get<std::string>());
     }
@@ -123,6 +128,11 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
     ops.pending = std::make_shared<Pending>();
     ops.pending->op = static_cast<Operation>(i);
     ops.pending->rules = *rules;
+  }
+  for (size_t i = 0; i < kOperationCount; ++i) {
+    if (judgedAsWrite(static_cast<Operation>(i)) && !doc.contains(kOperationNames[i])) {
+      out.ops_[i] = out.ops_[static_cast<size_t>(Operation::kWrite)];
+    }
   }
   if (when == Compile::kNow) BYD_RETURN_IF_ERROR(out.compileAll());
   return out;
@@ -189,7 +199,7 @@ size_t Ruleset::firstHit(const Compiled& ops, std::string_view target) {
 
 Decision Ruleset::decide(Operation op, std::string_view target) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
-  const std::string name(operationName(op));
+  const std::string name(operationName(ops.named));
   const Compiled& compiled = ops.compiled();
   if (!compiled.status.ok()) {  // only a document loaded with kOnFirstUse gets here
     return {Action::kDeny, name + " rules: " + compiled.status.message(), ""};

@@ -1,7 +1,9 @@
 #pragma once
 // A permission ruleset: a global default action and, per operation, a default and an ordered
 // list of rules. decide() returns the first matching rule's action, else the operation's
-// default, else the global default, together with what decided it. Path targets are matched
+// default, else the global default, together with what decided it. mkdir, move and delete
+// change files as write does: a ruleset without a section for one of them judges it by its
+// write section. Path targets are matched
 // with the glob tool's syntax (`*` never crosses '/'), command targets with command globs
 // (see CommandPattern), `regex` rules with fully anchored RE2. A loaded Ruleset is immutable
 // and safe to share between threads.
@@ -27,8 +29,20 @@ class RE2;
 namespace byd::permissions {
 
 enum class Action { kAllow, kDeny, kAsk };
-enum class Operation { kRead, kWrite, kEdit, kLs, kGlob, kGrep, kExecute, kPython };
-inline constexpr size_t kOperationCount = 8;
+enum class Operation {
+  kRead,
+  kWrite,
+  kEdit,
+  kLs,
+  kGlob,
+  kGrep,
+  kExecute,
+  kPython,
+  kMkdir,
+  kMove,
+  kDelete
+};
+inline constexpr size_t kOperationCount = 11;
 
 std::string_view actionName(Action a);
 std::string_view operationName(Operation op);
@@ -92,6 +106,7 @@ class Ruleset {
     Compiled compiled;
   };
   struct OperationRules {
+    Operation named = Operation::kRead;  // whose section this is (write's, for an absent move)
     std::optional<Action> fallback;
     std::vector<Action> actions;       // each rule's, known before compiling
     std::shared_ptr<Pending> pending;  // shared by copies of the ruleset; null: no rules

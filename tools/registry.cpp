@@ -16,6 +16,9 @@ extern const ToolSpec kLsTool;
 extern const ToolSpec kReadFileTool;
 extern const ToolSpec kWriteFileTool;
 extern const ToolSpec kEditFileTool;
+extern const ToolSpec kMkdirTool;
+extern const ToolSpec kMoveTool;
+extern const ToolSpec kDeleteTool;
 extern const ToolSpec kGlobTool;
 extern const ToolSpec kGrepTool;
 extern const ToolSpec kExecuteTool;
@@ -24,9 +27,9 @@ extern const ToolSpec kRunPythonTool;
 namespace {
 
 // The table. Order is the order of tools/list.
-constexpr std::array<const ToolSpec*, 8> kSpecs = {
-    &kLsTool,   &kReadFileTool, &kWriteFileTool, &kEditFileTool,
-    &kGlobTool, &kGrepTool,     &kExecuteTool,   &kRunPythonTool,
+constexpr std::array<const ToolSpec*, 11> kSpecs = {
+    &kLsTool,     &kReadFileTool, &kWriteFileTool, &kEditFileTool, &kMkdirTool,     &kMoveTool,
+    &kDeleteTool, &kGlobTool,     &kGrepTool,      &kExecuteTool,  &kRunPythonTool,
 };
 
 const nlohmann::json* schemaFor(std::string_view name, std::string_view which) {

@@ -212,6 +212,20 @@ Result<WriteOutcome> DockerBackend::write(const std::string& key, std::string_vi
   return files_->write(key, data, mode);
 }
 
+Result<bool> DockerBackend::makeDir(const std::string& key) {
+  AsUser as(uid_, gid_);
+  return files_->makeDir(key);
+}
+Result<MoveOutcome> DockerBackend::move(const std::string& from, const std::string& to,
+                                        bool replace) {
+  AsUser as(uid_, gid_);
+  return files_->move(from, to, replace);
+}
+Result<RemoveOutcome> DockerBackend::remove(const std::string& key, bool recursive) {
+  AsUser as(uid_, gid_);
+  return files_->remove(key, recursive);
+}
+
 Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
                                                        const std::string& container) {
   // The command leads a process group of its own (setsid). When it ends, its status goes out

@@ -67,6 +67,9 @@ class DockerBackend : public Backend, public Executor {
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,
                     const std::function<bool(std::string_view)>& sink) const override;
+  Result<bool> makeDir(const std::string& key) override;
+  Result<MoveOutcome> move(const std::string& from, const std::string& to, bool replace) override;
+  Result<RemoveOutcome> remove(const std::string& key, bool recursive) override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
   Executor* executor() override { return this; }

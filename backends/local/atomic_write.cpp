@@ -96,33 +96,6 @@ class TempFile {
   UniqueFd fd_;
 };
 
-// Opens `parent` beneath the base, creating missing directories one at a time. Each new one
-// is reopened through the resolver, so a symlink cannot steer creation outside. Returns a
-// descriptor or -errno.
-int openOrCreateDir(const PathResolver& resolver, const std::string& parent) {
-  int fd = resolver.openRaw(parent, O_PATH | O_DIRECTORY);
-  if (fd != -ENOENT) return fd;
-  UniqueFd cur(resolver.openRaw("", O_PATH | O_DIRECTORY));
-  if (!cur.valid()) return cur.get();
-  std::string prefix;
-  for (size_t pos = 0; pos < parent.size();) {
-    size_t end = std::min(parent.find('/', pos), parent.size());
-    const std::string name = parent.substr(pos, end - pos);
-    pos = end + 1;
-    if (name.empty()) continue;
-    prefix += (prefix.empty() ? "" : "/") + name;
-    int next = resolver.openRaw(prefix, O_PATH | O_DIRECTORY);
-    if (next == -ENOENT) {
-      // EEXIST: a concurrent writer made it, or it is a dangling symlink the reopen judges.
-      if (::mkdirat(cur.get(), name.c_str(), 0777) != 0 && errno != EEXIST) return -errno;
-      next = resolver.openRaw(prefix, O_PATH | O_DIRECTORY);
-    }
-    if (next < 0) return next;
-    cur.reset(next);
-  }
-  return cur.release();
-}
-
 std::pair<std::string, std::string> splitLast(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {"", path};
@@ -194,6 +167,30 @@ void syncDir(int dirfd) {
 }
 
 }  // namespace
+
+int openOrCreateDir(const PathResolver& resolver, const std::string& parent) {
+  int fd = resolver.openRaw(parent, O_PATH | O_DIRECTORY);
+  if (fd != -ENOENT) return fd;
+  UniqueFd cur(resolver.openRaw("", O_PATH | O_DIRECTORY));
+  if (!cur.valid()) return cur.get();
+  std::string prefix;
+  for (size_t pos = 0; pos < parent.size();) {
+    size_t end = std::min(parent.find('/', pos), parent.size());
+    const std::string name = parent.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty()) continue;
+    prefix += (prefix.empty() ? "" : "/") + name;
+    int next = resolver.openRaw(prefix, O_PATH | O_DIRECTORY);
+    if (next == -ENOENT) {
+      // EEXIST: a concurrent writer made it, or it is a dangling symlink the reopen judges.
+      if (::mkdirat(cur.get(), name.c_str(), 0777) != 0 && errno != EEXIST) return -errno;
+      next = resolver.openRaw(prefix, O_PATH | O_DIRECTORY);
+    }
+    if (next < 0) return next;
+    cur.reset(next);
+  }
+  return cur.release();
+}
 
 Result<WriteTarget> findWriteTarget(const PathResolver& resolver, const std::string& rel,
                                     const std::string& key) {

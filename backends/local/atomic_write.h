@@ -26,6 +26,11 @@ struct WriteTarget {
   struct stat st = {};
 };
 
+// Opens directory `parent` beneath the resolver's base (O_PATH), creating missing directories
+// one at a time. Each new one is reopened through the resolver, so a symlink cannot steer
+// creation outside. Returns a descriptor or -errno.
+int openOrCreateDir(const PathResolver& resolver, const std::string& parent);
+
 // Finds the entry a write to `rel` lands on, creating missing parent directories. A final
 // symlink is followed by hand (keeping the link and replacing its target) with the resolver's
 // rules: relative targets only, resolved beneath the base, so a link pointing out, dangling or

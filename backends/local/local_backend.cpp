@@ -14,23 +14,17 @@
 #include <utility>
 
 #include "backends/local/atomic_write.h"
+#include "backends/local/dir_ops.h"
 
 namespace byd {
 namespace {
 
 std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-FileType typeOf(mode_t mode) {
-  if (S_ISREG(mode)) return FileType::kFile;
-  if (S_ISDIR(mode)) return FileType::kDir;
-  if (S_ISLNK(mode)) return FileType::kSymlink;
-  return FileType::kOther;
-}
-
 FileInfo infoFrom(std::string name, const struct stat& st) {
   FileInfo info;
   info.name = std::move(name);
-  info.type = typeOf(st.st_mode);
+  info.type = fileTypeOf(st.st_mode);
   info.size = static_cast<uint64_t>(st.st_size);
   info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   info.mode = st.st_mode & 07777;
@@ -275,6 +269,24 @@ Result<WriteOutcome> LocalBackend::write(const std::string& key, std::string_vie
   }
   return replaceAtomically(target, mode == WriteMode::kAppend, data, mode == WriteMode::kCreate,
                            loc.key);
+}
+
+Result<bool> LocalBackend::makeDir(const std::string& key) {
+  BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
+  return makeDirBeneath({loc.resolver, loc.rel, loc.key});
+}
+
+Result<MoveOutcome> LocalBackend::move(const std::string& from, const std::string& to,
+                                       bool replace) {
+  BYD_ASSIGN_OR_RETURN(Location source, locate(from));
+  BYD_ASSIGN_OR_RETURN(Location dest, locate(to));
+  return moveBeneath({source.resolver, source.rel, source.key}, {dest.resolver, dest.rel, dest.key},
+                     replace);
+}
+
+Result<RemoveOutcome> LocalBackend::remove(const std::string& key, bool recursive) {
+  BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
+  return removeBeneath({loc.resolver, loc.rel, loc.key}, recursive);
 }
 
 void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not,

@@ -40,6 +40,9 @@ class LocalBackend : public Backend, public Executor {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  Result<bool> makeDir(const std::string& key) override;
+  Result<MoveOutcome> move(const std::string& from, const std::string& to, bool replace) override;
+  Result<RemoveOutcome> remove(const std::string& key, bool recursive) override;
   // None without a sandbox (bubblewrap missing); under --sandbox none, commands but no Python.
   Executor* executor() override { return sandbox_ ? this : nullptr; }
   bool runsPython() const override { return python_ != nullptr; }

@@ -158,6 +158,13 @@ int readLinkAt(int dirfd, const char* name, std::string* target) {
   return 0;
 }
 
+FileType fileTypeOf(mode_t mode) {
+  if (S_ISREG(mode)) return FileType::kFile;
+  if (S_ISDIR(mode)) return FileType::kDir;
+  if (S_ISLNK(mode)) return FileType::kSymlink;
+  return FileType::kOther;
+}
+
 Status outsideWorkspace(const std::string& key) {
   return permissionDenied(quote(key) + " is outside the workspace");
 }

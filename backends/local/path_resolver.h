@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/backend.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 
@@ -70,6 +71,9 @@ class PathResolver {
   std::string key_prefix_;
   bool walk_only_;
 };
+
+// The FileType of a stat(2) mode.
+FileType fileTypeOf(mode_t mode);
 
 // Maps an errno to a Status naming `key`, without any probing of the file system.
 Status errnoStatus(int err, const std::string& key);

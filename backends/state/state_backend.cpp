@@ -152,6 +152,100 @@ Result<WriteOutcome> StateBackend::write(const std::string& key, std::string_vie
   return outcome;
 }
 
+bool StateBackend::hasChildren(const std::string& key) const {
+  const std::string prefix = key + "/";
+  auto it = nodes_.lower_bound(prefix);
+  return it != nodes_.end() && it->first.starts_with(prefix);
+}
+
+Result<bool> StateBackend::makeDir(const std::string& key) {
+  if (key.empty()) return false;
+  std::unique_lock lock(mu_);
+  if (auto it = nodes_.find(key); it != nodes_.end()) {
+    if (it->second.dir) return false;
+    return alreadyExists(inQuotes(key) + " already exists and is not a directory");
+  }
+  const int64_t now = nowNs();
+  BYD_RETURN_IF_ERROR(makeParents(key, now));
+  nodes_[key] = Node{true, "", now, 0755};
+  if (sync_) BYD_RETURN_IF_ERROR(saveLocked());
+  return true;
+}
+
+Result<MoveOutcome> StateBackend::move(const std::string& from, const std::string& to,
+                                       bool replace) {
+  if (from.empty()) return invalidArgument("the workspace root cannot be moved");
+  if (to.empty()) return invalidArgument("the workspace root cannot be replaced");
+  if (from == to)
+    return invalidArgument(inQuotes(from) + " is both the source and the destination");
+  std::unique_lock lock(mu_);
+  auto source = nodes_.find(from);
+  if (source == nodes_.end()) return notFound(inQuotes(from) + " does not exist");
+  const bool is_dir = source->second.dir;
+  MoveOutcome out{is_dir ? FileType::kDir : FileType::kFile, false};
+  if (is_dir && to.starts_with(from + "/")) {
+    return invalidArgument(inQuotes(from) + " cannot be moved into itself (" + inQuotes(to) + ")");
+  }
+  if (auto dest = nodes_.find(to); dest != nodes_.end()) {
+    out.replaced = true;
+    if (!replace) {
+      return alreadyExists(inQuotes(to) + " already exists; pass overwrite: true to replace it");
+    }
+    if (dest->second.dir && !is_dir) {
+      return failedPrecondition(inQuotes(to) + " is a directory; a file does not replace it");
+    }
+    if (!dest->second.dir && is_dir) {
+      return failedPrecondition(inQuotes(to) +
+                                " is not a directory; a directory does not replace it");
+    }
+    if (dest->second.dir && hasChildren(to)) {
+      return failedPrecondition(inQuotes(to) +
+                                " is a directory that is not empty; only an empty one is replaced");
+    }
+  }
+  BYD_RETURN_IF_ERROR(makeParents(to, nowNs()));
+  // The node and everything below it change their prefix; nothing else changes.
+  std::vector<std::pair<std::string, Node>> moved;
+  moved.emplace_back(to, std::move(source->second));
+  nodes_.erase(source);
+  const std::string prefix = from + "/";
+  for (auto it = nodes_.lower_bound(prefix); it != nodes_.end() && it->first.starts_with(prefix);) {
+    moved.emplace_back(to + it->first.substr(from.size()), std::move(it->second));
+    it = nodes_.erase(it);
+  }
+  for (auto& [key, node] : moved) nodes_[key] = std::move(node);
+  if (sync_) BYD_RETURN_IF_ERROR(saveLocked());
+  return out;
+}
+
+Result<RemoveOutcome> StateBackend::remove(const std::string& key, bool recursive) {
+  if (key.empty()) return invalidArgument("the workspace root cannot be deleted");
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) return notFound(inQuotes(key) + " does not exist");
+  RemoveOutcome out{it->second.dir ? FileType::kDir : FileType::kFile, 0, 0};
+  if (!it->second.dir) {
+    nodes_.erase(it);
+    out.files = 1;
+  } else {
+    if (!recursive && hasChildren(key)) {
+      return failedPrecondition(inQuotes(key) +
+                                " is a directory that is not empty; pass recursive: true to "
+                                "delete it and everything in it");
+    }
+    nodes_.erase(it);
+    out.dirs = 1;
+    const std::string prefix = key + "/";
+    for (auto child = nodes_.lower_bound(prefix);
+         child != nodes_.end() && child->first.starts_with(prefix);) {
+      ++(child->second.dir ? out.dirs : out.files);
+      child = nodes_.erase(child);
+    }
+  }
+  if (sync_) BYD_RETURN_IF_ERROR(saveLocked());
+  return out;
+}
+
 nlohmann::json StateBackend::toJson() const {
   nlohmann::json files = nlohmann::json::object();
   nlohmann::json dirs = nlohmann::json::array();

@@ -35,6 +35,9 @@ class StateBackend : public Backend {
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
+  Result<bool> makeDir(const std::string& key) override;
+  Result<MoveOutcome> move(const std::string& from, const std::string& to, bool replace) override;
+  Result<RemoveOutcome> remove(const std::string& key, bool recursive) override;
 
   // The snapshot document: {"version": 1, "files": {path: {content, encoding, mode, mtime}},
   // "dirs": [path...]}. Text that is valid UTF-8 is stored as is, anything else as base64.
@@ -52,6 +55,8 @@ class StateBackend : public Backend {
   };
   FileInfo infoOf(const std::string& name, const Node& node) const;
   Status makeParents(const std::string& key, int64_t now);
+  // Whether `key` is a directory with something in it.
+  bool hasChildren(const std::string& key) const;
   Status saveLocked() const;
 
   mutable std::shared_mutex mu_;

@@ -30,7 +30,9 @@ import {
 import { permissionSuites } from './permissions.mjs';
 
 const DEADLINE_MS = 40_000;
-const TOOL_NAMES = ['ls', 'read_file', 'write_file', 'edit_file', 'glob', 'grep'];
+const TOOL_NAMES = ['ls', 'read_file', 'write_file', 'edit_file', 'mkdir', 'move', 'delete', 'glob', 'grep'];
+// Tools that change files without destroying anything.
+const NOT_DESTRUCTIVE = new Set(['mkdir']);
 const READ_ONLY = new Set(['ls', 'read_file', 'glob', 'grep']);
 // A 1x1 PNG.
 const PNG = Buffer.from(
@@ -299,7 +301,7 @@ async function suite(binary, label, args, { cwd, pngPath, http = false, legacy =
       assert.ok(a, `${t.name} annotations`);
       assert.equal(a.title, t.title);
       assert.equal(a.readOnlyHint, READ_ONLY.has(t.name), `${t.name} readOnlyHint`);
-      assert.equal(a.destructiveHint, !READ_ONLY.has(t.name), `${t.name} destructiveHint`);
+      assert.equal(a.destructiveHint, !READ_ONLY.has(t.name) && !NOT_DESTRUCTIVE.has(t.name), `${t.name} destructiveHint`);
       assert.equal(typeof a.idempotentHint, 'boolean');
       assert.equal(a.openWorldHint, false);
     }
@@ -312,6 +314,23 @@ async function suite(binary, label, args, { cwd, pngPath, http = false, legacy =
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     assert.deepEqual(byName.read_file.inputSchema.required, ['path']);
     assert.deepEqual(byName.edit_file.inputSchema.required, ['path', 'old_string', 'new_string']);
+    assert.deepEqual(byName.move.inputSchema.required, ['source', 'destination']);
+  });
+
+  await check('mkdir, move and delete: a directory made, a file moved into it, then deleted', async () => {
+    assertOk(await client.callTool({ name: 'mkdir', arguments: { path: 'e2e-ops/inbox' } }));
+    assertOk(await client.callTool({ name: 'write_file', arguments: { path: 'e2e-ops/note.txt', content: 'n\n' } }));
+    const moved = await client.callTool({ name: 'move', arguments: { source: 'e2e-ops/note.txt', destination: 'e2e-ops/inbox/note.txt' } });
+    assertOk(moved);
+    assert.equal(moved.structuredContent.type, 'file');
+    const listed = await client.callTool({ name: 'ls', arguments: { path: 'e2e-ops/inbox' } });
+    assert.deepEqual(listed.structuredContent.entries.map((e) => e.name), ['note.txt']);
+    const refused = await client.callTool({ name: 'delete', arguments: { path: 'e2e-ops' } });
+    assert.equal(refused.isError, true);
+    assert.match(refused.content[0].text, /recursive: true/);
+    const gone = await client.callTool({ name: 'delete', arguments: { path: 'e2e-ops', recursive: true } });
+    assertOk(gone);
+    assert.deepEqual([gone.structuredContent.files, gone.structuredContent.dirs], [1, 2]);
   });
 
   if (local) {

@@ -424,9 +424,9 @@ class Startup(unittest.TestCase):
 
     def test_ruleset_with_unknown_operation(self):
         with tempfile.TemporaryDirectory() as tmp:
-            r = self.start("--ruleset", self.ruleset_file(tmp, {"default": "deny", "delete": {}}))
+            r = self.start("--ruleset", self.ruleset_file(tmp, {"default": "deny", "chmod": {}}))
             self.assertEqual(r.returncode, 2)
-            self.assertIn(b"ruleset.delete: unknown property", r.stderr)
+            self.assertIn(b"ruleset.chmod: unknown property", r.stderr)
 
     def test_ruleset_with_unknown_action(self):
         with tempfile.TemporaryDirectory() as tmp:

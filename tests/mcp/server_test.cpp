@@ -153,7 +153,7 @@ TEST_F(ServerTest, ToolsListHasEveryToolWithSchemasAndAnnotations) {
   initialize("2025-06-18");
   json r = call(2, "tools/list");
   const json& tools = r["result"]["tools"];
-  ASSERT_EQ(tools.size(), 6u);
+  ASSERT_EQ(tools.size(), 9u);
   std::vector<std::string> names;
   for (const json& t : tools) {
     names.push_back(t["name"]);
@@ -162,10 +162,17 @@ TEST_F(ServerTest, ToolsListHasEveryToolWithSchemasAndAnnotations) {
     EXPECT_FALSE(t["title"].get<std::string>().empty());
     EXPECT_EQ(t["annotations"]["openWorldHint"], false);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"ls", "read_file", "write_file", "edit_file", "glob",
-                                             "grep"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ls", "read_file", "write_file", "edit_file", "mkdir",
+                                             "move", "delete", "glob", "grep"}));
   EXPECT_EQ(tools[0]["annotations"]["readOnlyHint"], true);
   EXPECT_EQ(tools[2]["annotations"]["destructiveHint"], true);
+  // mkdir changes files but destroys nothing, and doing it twice is doing it once.
+  EXPECT_EQ(tools[4]["annotations"]["readOnlyHint"], false);
+  EXPECT_EQ(tools[4]["annotations"]["destructiveHint"], false);
+  EXPECT_EQ(tools[4]["annotations"]["idempotentHint"], true);
+  EXPECT_EQ(tools[5]["annotations"]["destructiveHint"], true);
+  EXPECT_EQ(tools[5]["annotations"]["idempotentHint"], false);
+  EXPECT_EQ(tools[6]["annotations"]["destructiveHint"], true);
   EXPECT_FALSE(r["result"].contains("nextCursor"));
 }
 
@@ -186,9 +193,13 @@ TEST_F(ServerTest, ToolsListPaginatesStably) {
   ASSERT_EQ(first["tools"].size(), 4u);
   ASSERT_TRUE(first.contains("nextCursor"));
   json second = call(3, "tools/list", {{"cursor", first["nextCursor"]}})["result"];
-  ASSERT_EQ(second["tools"].size(), 2u);
-  EXPECT_EQ(second["tools"][0]["name"], "glob");
-  EXPECT_FALSE(second.contains("nextCursor"));
+  ASSERT_EQ(second["tools"].size(), 4u);
+  EXPECT_EQ(second["tools"][0]["name"], "mkdir");
+  ASSERT_TRUE(second.contains("nextCursor"));
+  json third = call(5, "tools/list", {{"cursor", second["nextCursor"]}})["result"];
+  ASSERT_EQ(third["tools"].size(), 1u);
+  EXPECT_EQ(third["tools"][0]["name"], "grep");
+  EXPECT_FALSE(third.contains("nextCursor"));
   json bad = call(4, "tools/list", {{"cursor", "garbage"}});
   EXPECT_EQ(bad["error"]["code"], rpc::kInvalidParams);
   EXPECT_EQ(bad["error"]["message"], "invalid cursor");

@@ -187,6 +187,80 @@ TEST(Guard, AYesForTheSessionCoversAnyCodeForPython) {
   EXPECT_EQ(always.offered, (std::vector<std::string>{"python of any code"}));
 }
 
+TEST(Guard, AMoveAsksOnceAboutBothPaths) {
+  Guard g = presetGuard("default");
+  ScriptedApprover yes(true);
+  EXPECT_TRUE(g.checkMove("a.txt", "src/b.txt", &yes).ok());
+  EXPECT_EQ(yes.asked, (std::vector<std::string>{"move a.txt -> src/b.txt"}));
+  // Either path denied denies, without asking.
+  ScriptedApprover never(true);
+  EXPECT_EQ(g.checkMove("a.txt", ".env", &never).message(),
+            "move denied for '.env': secrets are never read or written");
+  EXPECT_EQ(g.checkMove(".git", "old-git", &never).message(),
+            "move denied for '.git': the repository's history is never moved or deleted");
+  EXPECT_TRUE(never.asked.empty());
+  // Both covered for the session: not asked.
+  SessionGrants grants;
+  ScriptedApprover always(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(g.checkMove("src/a.txt", "lib/a.txt", &always).ok());
+  EXPECT_EQ(always.offered, (std::vector<std::string>{"move under 'src/**'; move under 'lib/**'"}));
+  EXPECT_TRUE(g.checkMove("lib/a.txt", "src/c.txt", &always).ok());
+  EXPECT_EQ(always.asked.size(), 1u);
+}
+
+TEST(Guard, DeleteAndMoveHaveTheirOwnRulesOrWrites) {
+  Guard permissive = presetGuard("permissive");
+  EXPECT_EQ(permissive.decide(Operation::kDelete, "build/out.o").action, Action::kAllow);
+  EXPECT_EQ(permissive.decide(Operation::kDelete, ".git").action, Action::kDeny);
+  EXPECT_EQ(permissive.decide(Operation::kDelete, "vendor/lib/.git/HEAD").action, Action::kDeny);
+  EXPECT_EQ(permissive.decide(Operation::kDelete, "config/.env").action, Action::kDeny);
+  EXPECT_EQ(permissive.decide(Operation::kMkdir, "/etc/x").action, Action::kDeny);
+  // readonly denies them all, so their tools are not offered.
+  Guard readonly = presetGuard("readonly");
+  for (Operation op : {Operation::kMkdir, Operation::kMove, Operation::kDelete}) {
+    EXPECT_TRUE(readonly.hidden(op)) << operationName(op);
+  }
+  // A ruleset without a section for them judges them by its write section, and says so.
+  Guard own = guardFor({{"default", "allow"},
+                        {"write", {{"rules", {{{"pattern", "docs/**"}, {"action", "deny"}}}}}}});
+  const Decision d = own.decide(Operation::kDelete, "docs/a.md");
+  EXPECT_EQ(d.action, Action::kDeny);
+  EXPECT_EQ(d.source, "write rule 1 (docs/**)");
+  EXPECT_EQ(own.decide(Operation::kMove, "docs/a.md").action, Action::kDeny);
+  EXPECT_EQ(own.decide(Operation::kMkdir, "src").action, Action::kAllow);
+}
+
+TEST(GuardedBackend, ADirectoryHoldingWhatTheRulesDenyIsNotDeletedOrMoved) {
+  StateBackend state;
+  ASSERT_TRUE(state.write("cfg/app.toml", "x", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write("cfg/deep/.env", "KEY=1", WriteMode::kOverwrite).ok());
+  Guard g = presetGuard("permissive");
+  GuardedBackend deleter(state, g, Operation::kDelete, nullptr);
+  ASSERT_TRUE(deleter.normalize("cfg").ok());
+  auto removed = deleter.remove("cfg", true);
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.status().message(),
+            "delete denied for 'cfg': it holds 'cfg/deep/.env', which the rules deny for delete "
+            "(secrets are never read or written)");
+  GuardedBackend mover(state, g, Operation::kMove, nullptr);
+  EXPECT_FALSE(mover.move("cfg", "config", false).ok());
+  EXPECT_TRUE(state.stat("cfg/deep/.env").ok());
+  EXPECT_FALSE(state.stat("config").ok());
+  // Where the entries would land counts too.
+  ASSERT_TRUE(state.write("docs/a.md", "a", WriteMode::kOverwrite).ok());
+  Guard locked =
+      guardFor({{"default", "allow"},
+                {"move", {{"rules", {{{"pattern", "locked/**"}, {"action", "deny"}}}}}}});
+  GuardedBackend into(state, locked, Operation::kMove, nullptr);
+  auto moved = into.move("docs", "locked", false);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().message(),
+            "move denied for 'docs': it holds 'docs/a.md', which would become 'locked/a.md', "
+            "which the rules deny (by move rule 1 (locked/**))");
+  EXPECT_TRUE(into.move("docs", "open", false).ok());
+  EXPECT_TRUE(state.stat("open/a.md").ok());
+}
+
 TEST(GuardedBackend, HidesDeniedEntriesAndCountsThem) {
   StateBackend state;
   ASSERT_TRUE(state.write("a.txt", "a", WriteMode::kOverwrite).ok());

@@ -155,8 +155,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRuleset{
             {{"default", "deny"}, {"read", {{"rules", {{{"regex", "(x"}, {"action", "deny"}}}}}}},
             "read.rules[0].regex: invalid regex '(x': missing )"},
-        BadRuleset{{{"default", "deny"}, {"delete", {{"default", "allow"}}}},
-                   "delete: unknown property"},
+        BadRuleset{{{"default", "deny"}, {"remove", {{"default", "allow"}}}},
+                   "remove: unknown property"},
         BadRuleset{{{"default", "maybe"}}, "ruleset.default: must be one of"},
         BadRuleset{{{"default", "deny"},
                     {"write", {{"rules", {{{"pattern", "x"}, {"action", "perhaps"}}}}}}},
