@@ -137,6 +137,8 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& wo
   }
   BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(options.user));
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<LocalBackend> files, LocalBackend::open(workspace, {}));
+  // A link made in the container names its target as the container sees it.
+  files->mapAbsoluteLinks(std::string(kContainerWorkspace));
   std::unique_ptr<DockerBackend> backend(new DockerBackend(
       std::move(files), std::move(options), docker::Client(std::move(endpoint)), workspace));
   backend->uid_ = user.uid;
@@ -169,7 +171,7 @@ Result<std::string> DockerBackend::normalize(std::string_view user_path) const {
   if (!user_path.empty() && user_path.front() == '/') {
     BYD_ASSIGN_OR_RETURN(std::string clean, lexicalNormalize(user_path));
     std::string rest;
-    if (!stripDirPrefix(clean, "/workspace", &rest)) {
+    if (!stripDirPrefix(clean, kContainerWorkspace, &rest)) {
       return Status(Code::kPermissionDenied,
                     "'" + std::string(user_path) + "' is outside the workspace");
     }
@@ -439,7 +441,7 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
   spec.env = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
               "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
   for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
-  spec.cwd = request.cwd.empty() ? "/workspace" : "/workspace/" + request.cwd;
+  spec.cwd = std::string(kContainerWorkspace) + (request.cwd.empty() ? "" : "/" + request.cwd);
   spec.stdin_data = request.stdin_data;
   spec.timeout = request.timeout;
   spec.max_output = request.max_output;
@@ -476,9 +478,9 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
   // byd-enter, as root, writes the kernel's pid (for interrupts) where the code cannot change
   // it, becomes the container's user and executes the kernel. No launcher stays behind holding
   // the kernel's pipes.
-  std::vector<std::string> cmd = {enterPath(), "--pid-file", kKernelPidFile,
-                                  codeUser(),  "/workspace", options_.python,
-                                  "-I",        "-S",         "-u"};
+  std::vector<std::string> cmd = {
+      enterPath(),     "--pid-file", kKernelPidFile, codeUser(), std::string(kContainerWorkspace),
+      options_.python, "-I",         "-S",           "-u"};
   for (std::string& arg : confined(std::string(kKernelDir) + "/kernel.py")) {
     cmd.push_back(std::move(arg));
   }

@@ -24,6 +24,9 @@
 
 namespace byd {
 
+// Where the container mounts the workspace.
+inline constexpr std::string_view kContainerWorkspace = "/workspace";
+
 struct DockerOptions {
   std::string host;  // DOCKER_HOST syntax; empty: unix:///var/run/docker.sock
   std::string image = "python:3.12-slim";
@@ -56,7 +59,7 @@ class DockerBackend : public Backend, public Executor {
   ~DockerBackend() override;
 
   std::string_view kind() const override { return "docker"; }
-  std::string root() const override { return "/workspace"; }
+  std::string root() const override { return std::string(kContainerWorkspace); }
   Result<std::string> normalize(std::string_view user_path) const override;
   Result<FileInfo> stat(const std::string& key) const override;
   Result<std::string> realKey(const std::string& key) const override;

@@ -212,8 +212,13 @@ Result<WriteTarget> findWriteTarget(const PathResolver& resolver, const std::str
     if (!target.exists || !S_ISLNK(target.st.st_mode)) return target;
     std::string link;
     if (int err = readLinkAt(dirfd, name.c_str(), &link); err != 0) return errnoStatus(err, key);
-    if (link.empty() || link.front() == '/') return outsideWorkspace(key);
-    path = parent.empty() ? link : parent + "/" + link;
+    const std::optional<std::string> beneath = resolver.linkTarget(link);
+    if (link.empty() || !beneath) return outsideWorkspace(key);
+    if (link.front() == '/') {
+      path = *beneath;  // from the base, as the container reads it
+    } else {
+      path = parent.empty() ? link : parent + "/" + link;
+    }
   }
   return errnoStatus(ELOOP, key);
 }

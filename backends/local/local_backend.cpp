@@ -163,9 +163,12 @@ Result<std::string> LocalBackend::missingRealKey(const Location& loc, int hops) 
   const UniqueFd owned(dirfd);
   std::string target;
   if (readLinkAt(dirfd, name.c_str(), &target) != 0) return joinKey(parent, name);
-  // A dangling symlink. An absolute one is refused by write(); reading it finds nothing.
-  if (target.empty() || target.front() == '/') return joinKey(parent, name);
+  // A dangling symlink. An absolute one is refused by write() (unless a container's mount
+  // point maps it beneath); reading it finds nothing.
+  const std::optional<std::string> beneath = dir.resolver->linkTarget(target);
+  if (target.empty() || !beneath) return joinKey(parent, name);
   if (hops <= 0) return errnoStatus(ELOOP, loc.key);
+  if (target.front() == '/') return realKeyWithin(dir.resolver->keyOf(*beneath), hops - 1);
   return realKeyWithin(parent.empty() ? target : parent + "/" + target, hops - 1);
 }
 

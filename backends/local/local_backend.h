@@ -56,6 +56,9 @@ class LocalBackend : public Backend, public Executor {
   void warmPython() {
     if (python_) python_->warm();
   }
+  // Absolute symlinks below `mount_point` are read as beneath the root, for a root that a
+  // container mounts there (see PathResolver::mapAbsoluteLinks). Before the backend is shared.
+  void mapAbsoluteLinks(std::string mount_point) { root_.mapAbsoluteLinks(std::move(mount_point)); }
   // Every directory a sandboxed process may write: the root and the --allow directories.
   std::vector<std::string> writableDirs() const;
 

@@ -34,7 +34,7 @@ int openAt(int dirfd, const char* name, int flags, mode_t mode) {
 // refused at the base.
 class Walk {
  public:
-  explicit Walk(int base_fd) : base_fd_(base_fd) {}
+  Walk(int base_fd, const PathResolver& resolver) : base_fd_(base_fd), resolver_(resolver) {}
 
   int run(std::string_view rel, int flags, mode_t mode) {
     pushPath(rel);
@@ -119,17 +119,26 @@ class Walk {
   }
 
   // Absolute targets are refused even when they point back inside: the same rule as
-  // RESOLVE_BENEATH, so both strategies agree. Magic links read as absolute paths or as
-  // "pipe:[123]"-style names that resolve to nothing, so they cannot leave either.
+  // RESOLVE_BENEATH, so both strategies agree; only those below the link root (a container's
+  // mount point of the base) are read as beneath the base, and start again from it. Magic
+  // links read as absolute paths or as "pipe:[123]"-style names that resolve to nothing, so
+  // they cannot leave either.
   int pushLink(std::string_view target) {
     if (++hops_ > kMaxSymlinkHops) return -ELOOP;
     if (target.empty()) return -ENOENT;
-    if (target.front() == '/') return -EXDEV;
+    if (target.front() == '/') {
+      const std::optional<std::string> mapped = resolver_.linkTarget(target);
+      if (!mapped) return -EXDEV;
+      dirs_.clear();
+      pushPath(*mapped);
+      return kContinue;
+    }
     pushPath(target);
     return kContinue;
   }
 
   int base_fd_;
+  const PathResolver& resolver_;
   std::vector<std::string> pending_;
   std::vector<UniqueFd> dirs_;
   int hops_ = 0;
@@ -238,7 +247,8 @@ int PathResolver::openRaw(std::string_view rel, int flags, mode_t mode) const {
   const std::string path(rel);
   if (!walk_only_) {
     int fd = openat2Raw(path, flags, mode);
-    if (fd != -ENOSYS && fd != -EAGAIN) return fd;
+    // EXDEV may be an absolute link the walk maps beneath the base.
+    if (fd != -ENOSYS && fd != -EAGAIN && (fd != -EXDEV || link_root_.empty())) return fd;
   }
   return walkRaw(path, flags, mode);
 }
@@ -271,7 +281,16 @@ int PathResolver::openat2Raw(const std::string& rel, int flags, mode_t mode,
 }
 
 int PathResolver::walkRaw(std::string_view rel, int flags, mode_t mode) const {
-  return Walk(base_.get()).run(rel, flags, mode);
+  return Walk(base_.get(), *this).run(rel, flags, mode);
+}
+
+std::optional<std::string> PathResolver::linkTarget(std::string_view target) const {
+  if (target.empty() || target.front() != '/') return std::string(target);
+  if (link_root_.empty()) return std::nullopt;
+  auto clean = lexicalNormalize(target);
+  std::string rest;
+  if (!clean.ok() || !stripDirPrefix(*clean, link_root_, &rest)) return std::nullopt;
+  return rest;
 }
 
 Status PathResolver::errorFor(int err, std::string_view rel) const {

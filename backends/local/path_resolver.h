@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 
 #include <string>
 #include <string_view>
@@ -48,6 +49,13 @@ class PathResolver {
   // the component that is not a directory; ELOOP is split into "leaves the workspace" (magic
   // links) and a genuine symlink loop.
   Status errorFor(int err, std::string_view rel) const;
+  // Absolute symlink targets at or below `root` are read as beneath the base, as a container
+  // that mounts the base at `root` reads them ("/workspace/t.txt" is "t.txt"); any other
+  // absolute target is still refused. Set before the resolver is shared.
+  void mapAbsoluteLinks(std::string root) { link_root_ = std::move(root); }
+  // A symlink target as a path relative to the base: `target` itself when relative; mapped
+  // when absolute below the link root; nullopt when it is absolute otherwise (it leaves).
+  std::optional<std::string> linkTarget(std::string_view target) const;
   // The user-facing key of `rel`.
   std::string keyOf(std::string_view rel) const;
 
@@ -70,6 +78,7 @@ class PathResolver {
   std::string dir_;
   std::string key_prefix_;
   bool walk_only_;
+  std::string link_root_;  // "" when absolute links are never mapped
 };
 
 // The FileType of a stat(2) mode.

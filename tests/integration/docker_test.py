@@ -154,6 +154,24 @@ class DockerBackend(unittest.TestCase):
                            "echo more >> notes/a.txt && echo ok")
         self.assertEqual(r["stdout"], f"{SANDBOX_UID}\nok\n")
 
+    def test_a_link_made_in_the_container_reads_as_it_does_there(self):
+        r = self.server.sh("mkdir -p links && echo linked > links/t.txt && "
+                           "ln -sf /workspace/links/t.txt links/abs && "
+                           "ln -sf /etc/hostname links/out && cat links/abs")
+        self.assertEqual(r["stdout"], "linked\n", r)
+        read = self.server.tool("read_file", {"path": "links/abs"})
+        self.assertFalse(read["isError"], read)
+        self.assertIn("linked", read["content"][0]["text"])
+        # A link to the container's own files stays out of the file tools' reach.
+        out = self.server.tool("read_file", {"path": "links/out"})
+        self.assertTrue(out["isError"], out)
+        self.assertIn("outside the workspace", out["content"][0]["text"])
+        moved = self.server.tool("move", {"source": "links/abs", "destination": "links/moved"})
+        self.assertFalse(moved["isError"], moved)
+        # (echo *, not ls: the statx of Debian's gVisor fails for every path)
+        r = self.server.sh("cat links/moved && cd links && echo *")
+        self.assertEqual(r["stdout"], "linked\nmoved out t.txt\n", r)
+
     def test_exit_codes_stdin_env_and_cwd(self):
         r = self.server.tool("execute", {"command": "cat; echo \"$GREETING\"; pwd; exit 3",
                                          "stdin": "in\n", "env": {"GREETING": "hi"},

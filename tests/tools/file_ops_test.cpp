@@ -231,5 +231,43 @@ TEST_P(FileOpsOnDiskTest, NoPathLeavesTheWorkspace) {
   EXPECT_EQ(contentOf("a.txt"), "a");
 }
 
+TEST_P(FileOpsOnDiskTest, AnAbsoluteLinkIsReadAsTheContainerReadsIt) {
+  seed("t.txt", "target");
+  seed("sub/a.txt", "in sub");
+  std::filesystem::create_symlink("/workspace/t.txt", on("link"));
+  std::filesystem::create_directory_symlink("/workspace/sub", on("dirlink"));
+  std::filesystem::create_symlink("/workspace/../etc/passwd", on("up"));
+  std::filesystem::create_symlink("/workspacex/t.txt", on("sibling"));
+  std::filesystem::create_symlink("/workspace/.env", on("envlink"));
+  std::filesystem::create_symlink("/workspace/new.txt", on("dangling"));
+  const bool docker = GetParam() == BackendKind::kDocker;
+  json r = call("read_file", {{"path", "link"}});
+  EXPECT_EQ(isError(r), !docker) << text(r);
+  r = call("read_file", {{"path", "dirlink/a.txt"}});
+  EXPECT_EQ(isError(r), !docker) << text(r);
+  if (docker) {
+    EXPECT_NE(text(r).find("in sub"), std::string::npos) << text(r);
+    // The rules judge what a link reaches.
+    EXPECT_EQ(backend_->realKey("envlink").value(), ".env");
+    EXPECT_EQ(backend_->realKey("dirlink/a.txt").value(), "sub/a.txt");
+    // A write through a dangling link creates its target, as in the container.
+    EXPECT_EQ(backend_->realKey("dangling").value(), "new.txt");
+    r = call("write_file", {{"path", "dangling"}, {"content", "made"}});
+    ASSERT_FALSE(isError(r)) << text(r);
+    EXPECT_EQ(contentOf("new.txt"), "made");
+    EXPECT_TRUE(std::filesystem::is_symlink(on("dangling")));
+  } else {
+    EXPECT_NE(text(r).find("outside the workspace"), std::string::npos) << text(r);
+    EXPECT_TRUE(isError(call("write_file", {{"path", "dangling"}, {"content", "x"}})));
+    EXPECT_FALSE(std::filesystem::exists(on("new.txt")));
+  }
+  // Whatever the backend, a link out of the mount point stays out.
+  for (const char* path : {"up", "sibling"}) {
+    r = call("read_file", {{"path", path}});
+    EXPECT_TRUE(isError(r)) << path << ": " << text(r);
+    EXPECT_TRUE(isError(call("write_file", {{"path", path}, {"content", "x"}}))) << path;
+  }
+}
+
 }  // namespace
 }  // namespace byd::testing
