@@ -26,6 +26,8 @@ Result<SessionStack> openDocker(const Config& config, bool warm) {
     BYD_ASSIGN_OR_RETURN(auto ids, resolveSandboxUser(c.sandbox_user));
     c.docker.user = std::to_string(ids.first) + ":" + std::to_string(ids.second);
   }
+  c.docker.open_files = c.sandbox_limits.open_files;
+  c.docker.processes = c.sandbox_limits.processes;
   std::string workspace = c.root;
   if (!c.root_given) {
     out.temp_dir = std::make_shared<TempDir>();

@@ -1,14 +1,19 @@
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "backends/docker/docker_backend.h"
 #include "backends/docker/docker_internal.h"
 #include "backends/docker/orphans.h"
 #include "backends/local/sandbox_seccomp.h"
+#include "backends/state/state_backend.h"
 
 // The Docker backend's containers: the runtime they run under, how one is made (hardened, with
 // the kernel, runner, confiner and byd-enter copied in), the first command container and the
@@ -45,6 +50,38 @@ std::string urlEncode(const std::string& s) {
   return out;
 }
 
+// Podman's API (4.x) reads "seccomp=" as the path of a profile on its own machine, where
+// Docker's takes the profile itself. The file lives in a directory of this process's own,
+// removed at exit.
+class ProfileFile {
+ public:
+  static Result<std::string> path(const std::string& profile) {
+    static ProfileFile file;
+    std::lock_guard lock(file.mu_);
+    if (!file.path_.empty()) return file.path_;
+    std::string dir = (std::filesystem::temp_directory_path() / "byd-seccomp-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr || chmod(dir.c_str(), 0755) != 0) {
+      return internalError("cannot make a directory for the seccomp profile: " +
+                           std::string(strerror(errno)));
+    }
+    const std::string path = dir + "/profile.json";
+    BYD_RETURN_IF_ERROR(atomicWriteFile(path, profile));
+    chmod(path.c_str(), 0644);
+    file.dir_ = dir;
+    file.path_ = path;
+    return file.path_;
+  }
+  ~ProfileFile() {
+    if (path_.empty()) return;
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+
+ private:
+  std::mutex mu_;
+  std::string dir_, path_;
+};
+
 }  // namespace
 
 void DockerBackend::removeContainer(const std::string& container) {
@@ -54,6 +91,22 @@ void DockerBackend::removeContainer(const std::string& container) {
     spdlog::warn("docker: could not remove container {}: {}", container.substr(0, 12),
                  removed.status().message());
   }
+}
+
+Result<bool> DockerBackend::enginePodman() {
+  // Its own lock: containers are created with mu_ held.
+  std::lock_guard lock(engine_mu_);
+  if (podman_) return *podman_;
+  BYD_ASSIGN_OR_RETURN(json version, client_.request("GET", "/version"));
+  bool podman = false;
+  const json parts = version.is_object() ? version.value("Components", json::array()) : json();
+  for (const json& part : parts.is_array() ? parts : json::array()) {
+    if (part.is_object() && part.value("Name", "").find("Podman") != std::string::npos) {
+      podman = true;
+    }
+  }
+  podman_ = podman;
+  return podman;
 }
 
 Result<DockerBackend::Runtime> DockerBackend::resolveRuntime() const {
@@ -101,6 +154,18 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
     labels[docker::kOwnerLabel] = owner;
   }
   const bool no_network = options_.network == "none";
+  std::string seccomp = containerSeccompProfile().dump();
+  BYD_ASSIGN_OR_RETURN(const bool podman, enginePodman());
+  if (podman) {
+    if (!options_.host.empty() && !options_.host.starts_with("unix://")) {
+      return failedPrecondition(
+          "Podman reads the seccomp profile from a file on its own machine: "
+          "reach its service through a unix:// socket on this one");
+    }
+    BYD_ASSIGN_OR_RETURN(seccomp, ProfileFile::path(seccomp));
+  }
+  const int64_t nproc =
+      options_.processes > 0 ? static_cast<int64_t>(options_.processes) : options_.pids;
   json host = {
       {"Mounts",
        {{{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
@@ -114,13 +179,16 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
       {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}},
       // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
       // in place of the engine's default profile.
-      {"SecurityOpt", {"no-new-privileges", "seccomp=" + containerSeccompProfile().dump()}},
+      {"SecurityOpt", {"no-new-privileges", "seccomp=" + seccomp}},
       {"ReadonlyRootfs", true},
       {"Tmpfs", {{"/tmp", "rw,nosuid,nodev,size=256m"}}},
       {"Memory", options_.memory_bytes},
       {"MemorySwap", options_.memory_bytes},
       {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
       {"PidsLimit", options_.pids},
+      {"Ulimits",
+       {{{"Name", "nofile"}, {"Soft", options_.open_files}, {"Hard", options_.open_files}},
+        {{"Name", "nproc"}, {"Soft", nproc}, {"Hard", nproc}}}},
       {"Init", true},
       {"Runtime", runtime}};
   json spec = {{"Image", options_.image},
@@ -151,15 +219,23 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
            {"runner.py", kDockerRunnerSource, 0644},
            {"confine.py", kDockerConfineSource, 0644},
            {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
-  BYD_ASSIGN_OR_RETURN(docker::Reply put,
-                       client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
-                                    "application/x-tar"));
+  docker::Reply put;
+  // Podman's service now and then fails a copy into a container made at the same moment as
+  // others (HTTP 500); the next try goes through.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+    BYD_ASSIGN_OR_RETURN(
+        put, client_.call("PUT", "/containers/" + id + "/archive?path=" + kKernelDir, tar,
+                          "application/x-tar"));
+    if (put.status != 500) break;
+    spdlog::debug("docker: copying into {} failed ({}); again", id.substr(0, 12), put.body);
+  }
   if (put.status != 200) {
     client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
     return failedPrecondition(
-        "could not copy the Python kernel and the command runner into the "
-        "container (HTTP " +
-        std::to_string(put.status) + ")");
+        "could not copy the Python kernel and the command runner into the container (HTTP " +
+        std::to_string(put.status) + (put.body.empty() ? "" : ": " + put.body.substr(0, 300)) +
+        ")");
   }
   if (auto started = client_.request("POST", "/containers/" + id + "/start"); !started.ok()) {
     client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();

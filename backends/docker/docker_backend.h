@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ struct DockerOptions {
   int64_t memory_bytes = int64_t{1} << 30;  // and no swap beyond it
   double cpus = 1.0;
   int64_t pids = 256;
+  // The rlimits of every process in the container, soft and hard alike (--open-files-limit
+  // and --process-limit, as for Local): set, not left to the engine, whose defaults may exceed
+  // what the host allows (Podman's do). RLIMIT_NPROC counts the user's processes across
+  // containers of the same user; 0 is pids.
+  uint64_t open_files = 1024;
+  uint64_t processes = 256;
   // Never root; owns what the file tools write. The dedicated uid of the sandbox user, which
   // owns nothing else of the host's (--sandbox-user chooses another).
   std::string user = "65533:65533";
@@ -86,6 +93,8 @@ class DockerBackend : public Backend, public Executor {
     std::string warning;
   };
   Result<Runtime> resolveRuntime() const;
+  // Whether the engine is Podman's service (asked once).
+  Result<bool> enginePodman();
   // The container's id once it exists ("" before).
   std::string containerId() const;
 
@@ -147,6 +156,8 @@ class DockerBackend : public Backend, public Executor {
   std::set<std::string> extras_;  // the other command containers
   std::set<std::string> in_use_;  // command containers a command runs in
   std::string runtime_;           // what they run under
+  std::mutex engine_mu_;
+  std::optional<bool> podman_;  // the engine is Podman (known after the first container)
   std::shared_ptr<PythonSessions> python_;
   // Idle runners, each of an idle command container.
   std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;

@@ -4,7 +4,11 @@ its hardening, resource attacks with the server answering ping throughout, isola
 sessions, cleanup, a named container that outlives the server, and an engine that cannot be
 reached. Runs once per runtime given (runc, runsc).
 
-usage: docker_test.py BINARY [--runtime runc|runsc]... [unittest args]
+usage: [DOCKER_HOST=unix:///PATH] docker_test.py BINARY [--podman] [--runtime runc|runsc]...
+       [unittest args]
+With --podman, against Podman's Docker-compatible service at BYD_PODMAN_SOCKET (default
+/run/podman/podman.sock); it needs BYD_PODMAN_TESTS=1, set by the test command once the service
+runs.
 Needs BYD_DOCKER_TESTS=1 (the test command sets the engine up and sets it); without it the
 test reports itself skipped (exit 77), since there is no engine to test against."""
 
@@ -28,7 +32,9 @@ BINARY = None
 RUNTIME = "runc"
 IMAGE = os.environ.get("BYD_DOCKER_IMAGE", "backyard-mcp/python:bookworm")
 SANDBOX_UID = 65533  # the container's user by default: a uid that owns nothing of the host's
-SOCKET = "/var/run/docker.sock"
+# The engine: Docker's socket, or DOCKER_HOST's (Podman's service speaks the same API); the
+# server under test finds it the same way.
+SOCKET = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
 
 
 def engine(method, path, body=None):
@@ -237,6 +243,10 @@ class DockerBackend(unittest.TestCase):
             "find / -xdev -name '*.sock' 2>/dev/null | grep -c docker || true")
         self.assertEqual(sock["stdout"], "[]\n0\n")
         self.assertEqual(self.server.sh("id -u")["stdout"], f"{SANDBOX_UID}\n")
+        # Limits set by the backend (--open-files-limit, --process-limit), not the engine's.
+        limits = self.server.sh("python3 -c 'import resource as r; "
+                                "print(r.getrlimit(r.RLIMIT_NOFILE), r.getrlimit(r.RLIMIT_NPROC))'")
+        self.assertEqual(limits["stdout"], "(1024, 1024) (256, 256)\n", limits)
 
     def _under_attack(self, tool, arguments, timeout=120):
         """Runs an attack while pinging; returns its result and the slowest ping in ms."""
@@ -557,13 +567,16 @@ class ImageWithoutPython(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.image = f"backyard-mcp/nopython:{os.getpid()}"
+        # (limits set, as the backend sets them: Podman's defaults exceed this host's)
         made = engine("POST", "/containers/create", {
-            "Image": IMAGE, "User": "0", "Cmd": ["sh", "-c", "rm -f /usr/bin/python3*"]})
+            "Image": IMAGE, "User": "0", "Cmd": ["sh", "-c", "rm -f /usr/bin/python3*"],
+            "HostConfig": {"Ulimits": [{"Name": "nofile", "Soft": 1024, "Hard": 1024},
+                                       {"Name": "nproc", "Soft": 256, "Hard": 256}]}})
         try:
             engine("POST", f"/containers/{made['Id']}/start")
             engine("POST", f"/containers/{made['Id']}/wait")
             repo, tag = cls.image.split(":")
-            engine("POST", f"/commit?container={made['Id']}&repo={repo}&tag={tag}")
+            engine("POST", f"/commit?container={made['Id']}&repo={repo}&tag={tag}", {})
         finally:
             engine("DELETE", f"/containers/{made['Id']}?force=true")
 
@@ -686,11 +699,19 @@ class EngineDown(unittest.TestCase):
 if __name__ == "__main__":
     BINARY = os.path.abspath(sys.argv[1])
     args = sys.argv[2:]
+    podman = args[:1] == ["--podman"]
+    if podman:
+        args = args[1:]
+        if os.environ.get("BYD_PODMAN_TESTS") != "1":
+            print("skipped: BYD_PODMAN_TESTS=1 is not set (no Podman service set up for tests)")
+            sys.exit(77)
+        SOCKET = os.environ.get("BYD_PODMAN_SOCKET", "/run/podman/podman.sock")
+        os.environ["DOCKER_HOST"] = "unix://" + SOCKET  # for the servers the tests start
     runtimes = []
     while len(args) >= 2 and args[0] == "--runtime":
         runtimes.append(args[1])
         args = args[2:]
-    if os.environ.get("BYD_DOCKER_TESTS") != "1":
+    if not podman and os.environ.get("BYD_DOCKER_TESTS") != "1":
         print("skipped: BYD_DOCKER_TESTS=1 is not set (no Docker engine set up for tests)")
         sys.exit(77)
     ok = True

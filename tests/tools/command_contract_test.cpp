@@ -58,6 +58,7 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
     const char* image = getenv("BYD_DOCKER_IMAGE");
     options.image = image ? image : "backyard-mcp/python:bookworm";
     options.runtime = GetParam() == Where::kDockerRunc ? "runc" : "runsc";
+    if (const char* host = getenv("DOCKER_HOST")) options.host = host;  // Podman's, say
     auto docker = DockerBackend::open(tmp_.str(), options);
     ASSERT_TRUE(docker.ok()) << docker.status().toString();
     backend_ = std::move(*docker);
@@ -210,7 +211,8 @@ TEST_P(CommandContractTest, ConcurrentCommandsGetTheirOwnResults) {
   }
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < 6; ++i) {
-    EXPECT_EQ(results[i]["structuredContent"]["stdout"], std::to_string(i) + "\n");
+    EXPECT_EQ(results[i]["structuredContent"]["stdout"], std::to_string(i) + "\n")
+        << results[i].dump();
     EXPECT_EQ(results[i]["structuredContent"]["stderr"], "e" + std::to_string(i) + "\n");
   }
 }
