@@ -69,6 +69,12 @@ class Guard {
   // A move judges both paths by the move rules: a deny of either denies, and when either asks
   // the user is asked once about both.
   Status checkMove(std::string_view from, std::string_view to, Approver* approver) const;
+  // Carries out a decision made elsewhere (an entry inside a directory that asks): `shown` is
+  // what the approver sees.
+  Status confirm(Operation op, std::string_view target, std::string_view shown, const Decision& d,
+                 Approver* approver) const {
+    return enforce(op, d, target, shown, approver, {});
+  }
   // Whether listings must hide `path`: reading it is denied outright.
   bool hidesFromListings(std::string_view path) const;
   bool hidden(Operation op) const { return rules_.alwaysDenied(op); }

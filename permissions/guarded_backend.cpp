@@ -14,6 +14,10 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
     BYD_RETURN_IF_ERROR(checkRead(key));
     return key;
   }
+  if (key.empty() && (op_ == Operation::kMove || op_ == Operation::kDelete)) {
+    return invalidArgument("the workspace root cannot be " +
+                           std::string(op_ == Operation::kMove ? "moved or replaced" : "deleted"));
+  }
   if (op_ == Operation::kMove) {
     // Both paths are asked about together, in move().
     BYD_RETURN_IF_ERROR(checkNotDenied(key));
@@ -119,16 +123,27 @@ Status GuardedBackend::checkNotDenied(const std::string& key) const {
   return guard_.check(op_, key, nullptr);
 }
 
-Status GuardedBackend::checkTree(const std::string& key, const std::string* to) const {
+Status GuardedBackend::checkTree(const std::string& key, const std::string* to, bool asked) const {
+  const std::string name(operationName(op_));
+  // A move must not bring what the rules keep from reading where it could be read.
+  const auto staysHidden = [&](const std::string& held, const std::string& dest) -> Status {
+    if (!guard_.hidesFromListings(held) || guard_.hidesFromListings(dest)) return okStatus();
+    return permissionDenied(name + " denied for " + displayTarget(key) +
+                            (held == key ? "" : ": it holds " + displayTarget(held)) +
+                            ", which the rules keep from reading, and " + displayTarget(dest) +
+                            " could be read");
+  };
+  if (to != nullptr) BYD_RETURN_IF_ERROR(staysHidden(key, *to));
   auto info = inner_.stat(key);
   if (!info.ok() || info->type != FileType::kDir) return okStatus();
   std::vector<std::string> dirs{key};
   Status found = okStatus();
+  std::optional<std::pair<std::string, Decision>> asking;  // the first entry whose rule asks
   auto judge = [&](const std::string& path, const std::string& held) {
     const Decision d = guard_.decide(op_, path);
+    if (d.action == Action::kAsk && !asking) asking.emplace(held, d);
     if (d.action != Action::kDeny) return true;
     const std::string why = d.description.empty() ? "by " + d.source : d.description;
-    const std::string name(operationName(op_));
     found = permissionDenied(
         name + " denied for " + displayTarget(key) + ": it holds " + displayTarget(held) +
         (path == held ? ", which the rules deny for " + name
@@ -142,15 +157,22 @@ Status GuardedBackend::checkTree(const std::string& key, const std::string* to) 
     BYD_RETURN_IF_ERROR(inner_.listEach(dir, [&](const FileInfo& e) {
       const std::string child = joinKey(dir, e.name);
       if (!judge(child, child)) return false;
-      if (to != nullptr &&
-          !judge(joinKey(*to, child.substr(key.size() + (key.empty() ? 0 : 1))), child)) {
-        return false;
+      if (to != nullptr) {
+        const std::string dest = joinKey(*to, child.substr(key.size() + (key.empty() ? 0 : 1)));
+        if (!judge(dest, child)) return false;
+        if (found = staysHidden(child, dest); !found.ok()) return false;
       }
       if (e.type == FileType::kDir) dirs.push_back(child);
       return true;
     }));
   }
-  return found;
+  BYD_RETURN_IF_ERROR(found);
+  // Something inside asks while the whole was let through without a question: ask about it.
+  if (asking && !asked) {
+    return guard_.confirm(op_, key, key + " (which holds " + asking->first + ")", asking->second,
+                          approver_);
+  }
+  return okStatus();
 }
 
 Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_view data,
@@ -169,14 +191,19 @@ Result<bool> GuardedBackend::makeDir(const std::string& key) {
 Result<MoveOutcome> GuardedBackend::move(const std::string& from, const std::string& to,
                                          bool replace) {
   BYD_RETURN_IF_ERROR(guard_.checkMove(from, to, approver_));
-  BYD_RETURN_IF_ERROR(checkTree(from, &to));
+  const bool asked = guard_.decide(Operation::kMove, from).action == Action::kAsk ||
+                     guard_.decide(Operation::kMove, to).action == Action::kAsk;
+  BYD_RETURN_IF_ERROR(checkTree(from, &to, asked));
   if (denied_files_ != nullptr) denied_files_->invalidate();
   return inner_.move(from, to, replace);
 }
 
 Result<RemoveOutcome> GuardedBackend::remove(const std::string& key, bool recursive) {
   BYD_RETURN_IF_ERROR(checkNotDenied(key));
-  if (recursive) BYD_RETURN_IF_ERROR(checkTree(key, nullptr));
+  if (recursive) {
+    BYD_RETURN_IF_ERROR(
+        checkTree(key, nullptr, guard_.decide(Operation::kDelete, key).action == Action::kAsk));
+  }
   if (denied_files_ != nullptr) denied_files_->invalidate();
   return inner_.remove(key, recursive);
 }

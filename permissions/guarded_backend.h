@@ -69,8 +69,10 @@ class GuardedBackend : public Backend, private Executor {
   // A path other than the approved main target must at least not be denied.
   Status checkNotDenied(const std::string& key) const;
   // Every entry below directory `key` (and, for a move, where it would land below `to`) must
-  // not be one the rules deny for this operation. Nothing to check for a file.
-  Status checkTree(const std::string& key, const std::string* to) const;
+  // not be one the rules deny for this operation, and a move must not bring what the rules
+  // keep from reading where it could be read. When an entry's rule asks and the whole was not
+  // `asked` about, the user is asked once.
+  Status checkTree(const std::string& key, const std::string* to, bool asked) const;
 
   Backend& inner_;
   const Guard& guard_;

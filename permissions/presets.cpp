@@ -93,7 +93,8 @@ json protectedPathRules() {
   for (const char* p : {"**/.git", "**/.git/**"}) {
     rules.push_back({{"pattern", p},
                      {"action", "deny"},
-                     {"description", "the repository's history is never moved or deleted"}});
+                     {"description", "the repository's history is never moved or deleted"},
+                     {"ignore_case", true}});
   }
   return rules;
 }
@@ -164,7 +165,15 @@ Result<nlohmann::json> extendPreset(const nlohmann::json& doc) {
   if (!base.ok()) return invalidArgument("extends: " + base.status().message());
   json out = std::move(*base);
   out["name"] = doc.value("name", out.value("name", "") + " (extended)");
-  for (const auto& [key, value] : doc.items()) {
+  // mkdir, move and delete change files as write does: a file's write section speaks for
+  // them too, unless it has a section of their own.
+  json own = doc;
+  if (const auto write = doc.find("write"); write != doc.end()) {
+    for (const char* op : {"mkdir", "move", "delete"}) {
+      if (!own.contains(op)) own[op] = *write;
+    }
+  }
+  for (const auto& [key, value] : own.items()) {
     if (key == "extends" || key == "name") continue;
     const auto op = parseOperation(key);
     if (!op || !value.is_object() || !out.contains(key)) {

@@ -164,8 +164,16 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
     }
     BYD_ASSIGN_OR_RETURN(seccomp, ProfileFile::path(seccomp));
   }
-  const int64_t nproc =
-      options_.processes > 0 ? static_cast<int64_t>(options_.processes) : options_.pids;
+  json ulimits = {
+      {{"Name", "nofile"}, {"Soft", options_.open_files}, {"Hard", options_.open_files}}};
+  if (podman) {
+    // Podman's default for it may exceed the host's; Docker leaves it be, and so do we there:
+    // RLIMIT_NPROC counts the user's processes in every container of that user, where the
+    // per-container PidsLimit keeps sessions apart.
+    const int64_t nproc =
+        options_.processes > 0 ? static_cast<int64_t>(options_.processes) : options_.pids;
+    ulimits.push_back({{"Name", "nproc"}, {"Soft", nproc}, {"Hard", nproc}});
+  }
   json host = {
       {"Mounts",
        {{{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
@@ -186,9 +194,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
       {"MemorySwap", options_.memory_bytes},
       {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
       {"PidsLimit", options_.pids},
-      {"Ulimits",
-       {{{"Name", "nofile"}, {"Soft", options_.open_files}, {"Hard", options_.open_files}},
-        {{"Name", "nproc"}, {"Soft", nproc}, {"Hard", nproc}}}},
+      {"Ulimits", std::move(ulimits)},
       {"Init", true},
       {"Runtime", runtime}};
   json spec = {{"Image", options_.image},

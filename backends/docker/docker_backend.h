@@ -38,8 +38,8 @@ struct DockerOptions {
   int64_t pids = 256;
   // The rlimits of every process in the container, soft and hard alike (--open-files-limit
   // and --process-limit, as for Local): set, not left to the engine, whose defaults may exceed
-  // what the host allows (Podman's do). RLIMIT_NPROC counts the user's processes across
-  // containers of the same user; 0 is pids.
+  // what the host allows (Podman's do). The process limit is set under Podman only (0 is
+  // pids): RLIMIT_NPROC counts the user's processes across containers of that user.
   uint64_t open_files = 1024;
   uint64_t processes = 256;
   // Never root; owns what the file tools write. The dedicated uid of the sandbox user, which

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/stat.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,16 +42,32 @@ Status refuseBase(const Beneath& path, std::string_view what) {
   return invalidArgument(name + " cannot be " + std::string(what));
 }
 
-// Removes the contents of the open directory `dir` (the directory `key`), depth first.
-Status removeContents(int dir, const std::string& key, dev_t dev, RemoveOutcome& out) {
-  const int listing = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (listing < 0) return errnoStatus(errno, key);
-  DIR* stream = ::fdopendir(listing);
-  if (stream == nullptr) {
-    ::close(listing);
-    return errnoStatus(errno, key);
-  }
+// Which mount a directory entry is on: its mount id where the kernel says, else its device.
+struct MountOf {
+  uint64_t id = 0;
+  bool by_id = false;
+  bool operator==(const MountOf&) const = default;
+};
+
+int entryStat(int dir, const char* name, MountOf* mount, mode_t* mode) {
+  struct statx stx;
+  if (::statx(dir, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MNT_ID, &stx) != 0) return errno;
+  *mode = stx.stx_mode;
+  mount->by_id = (stx.stx_mask & STATX_MNT_ID) != 0;
+  mount->id =
+      mount->by_id ? stx.stx_mnt_id : (uint64_t{stx.stx_dev_major} << 32 | stx.stx_dev_minor);
+  return 0;
+}
+
+// Removes what the directory `key` holds, depth first; `dir` is open for reading, and each
+// level holds that one descriptor. Never follows a link; stops at another mount.
+Status removeContents(UniqueFd dir, const std::string& key, const MountOf& mount,
+                      RemoveOutcome& out) {
+  DIR* stream = ::fdopendir(dir.get());
+  if (stream == nullptr) return errnoStatus(errno, key);
+  dir.release();
   std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, ::closedir);
+  const int fd = ::dirfd(stream);
   while (true) {
     errno = 0;
     const dirent* e = ::readdir(stream);
@@ -61,26 +78,26 @@ Status removeContents(int dir, const std::string& key, dev_t dev, RemoveOutcome&
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     const std::string child = joinKey(key, name);
-    struct stat st;
-    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;  // gone meanwhile
-      return errnoStatus(errno, child);
+    MountOf on;
+    mode_t mode = 0;
+    if (const int err = entryStat(fd, name.c_str(), &on, &mode); err != 0) {
+      if (err == ENOENT) continue;  // gone meanwhile
+      return errnoStatus(err, child);
     }
-    if (!S_ISDIR(st.st_mode)) {
-      if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) {
+    if (!S_ISDIR(mode)) {
+      if (::unlinkat(fd, name.c_str(), 0) != 0 && errno != ENOENT) {
         return errnoStatus(errno, child);
       }
       ++out.files;
       continue;
     }
-    if (st.st_dev != dev) {
-      return failedPrecondition(quote(child) +
-                                " is another file system mounted here; it is not deleted");
+    if (!(on == mount)) {
+      return failedPrecondition(quote(child) + " is a mount point; it is not deleted");
     }
-    const int sub = ::openat(dir, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int sub = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0) return errnoStatus(errno, child);
-    BYD_RETURN_IF_ERROR(removeContents(UniqueFd(sub).get(), child, dev, out));
-    if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0) return errnoStatus(errno, child);
+    BYD_RETURN_IF_ERROR(removeContents(UniqueFd(sub), child, mount, out));
+    if (::unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0) return errnoStatus(errno, child);
     ++out.dirs;
   }
   return okStatus();
@@ -126,7 +143,10 @@ Result<MoveOutcome> moveBeneath(const Beneath& from, const Beneath& to, bool rep
     return invalidArgument(quote(from.key) + " cannot be moved into itself (" + quote(to.key) +
                            ")");
   }
-  BYD_ASSIGN_OR_RETURN(Entry dest, entryOf(to, true));
+  // Parents are made only when missing, so a move refused below leaves nothing behind.
+  Result<Entry> found = entryOf(to, false);
+  if (!found.ok() && found.status().code() == Code::kNotFound) found = entryOf(to, true);
+  BYD_ASSIGN_OR_RETURN(Entry dest, std::move(found));
   struct stat old;
   out.replaced = ::fstatat(dest.parent.get(), dest.name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0;
   const std::string advice = "; pass overwrite: true to replace it";
@@ -181,10 +201,22 @@ Result<RemoveOutcome> removeBeneath(const Beneath& target, bool recursive) {
     return out;
   }
   if (recursive) {
+    MountOf mount;
+    mode_t mode = 0;
+    if (const int err = entryStat(entry.parent.get(), entry.name.c_str(), &mount, &mode);
+        err != 0) {
+      return errnoStatus(err, target.key);
+    }
     const int fd = ::openat(entry.parent.get(), entry.name.c_str(),
-                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errnoStatus(errno, target.key);
-    BYD_RETURN_IF_ERROR(removeContents(UniqueFd(fd).get(), target.key, st.st_dev, out));
+    if (Status s = removeContents(UniqueFd(fd), target.key, mount, out); !s.ok()) {
+      if (out.files + out.dirs == 0) return s;
+      // Part is gone: say how much.
+      return Status(s.code(), s.message() + " (" + std::to_string(out.files) + " files and " +
+                                  std::to_string(out.dirs) +
+                                  " directories below it were deleted before this)");
+    }
   }
   if (::unlinkat(entry.parent.get(), entry.name.c_str(), AT_REMOVEDIR) != 0) {
     if (errno == ENOTEMPTY || errno == EEXIST) {

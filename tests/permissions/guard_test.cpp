@@ -230,6 +230,80 @@ TEST(Guard, DeleteAndMoveHaveTheirOwnRulesOrWrites) {
   EXPECT_EQ(own.decide(Operation::kMkdir, "src").action, Action::kAllow);
 }
 
+TEST(Guard, AFileThatExtendsAPresetSpeaksForMkdirMoveAndDeleteInItsWriteSection) {
+  auto doc =
+      extendPreset({{"extends", "permissive"},
+                    {"write", {{"rules", {{{"pattern", "protected/**"}, {"action", "deny"}}}}}}});
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  Guard g = guardFor(*doc);
+  for (Operation op :
+       {Operation::kWrite, Operation::kMkdir, Operation::kMove, Operation::kDelete}) {
+    EXPECT_EQ(g.decide(op, "protected/x").action, Action::kDeny) << operationName(op);
+    EXPECT_EQ(g.decide(op, "src/x").action, Action::kAllow) << operationName(op);
+  }
+  // The preset's own rules for them stay.
+  EXPECT_EQ(g.decide(Operation::kDelete, ".git").action, Action::kDeny);
+  EXPECT_EQ(g.decide(Operation::kDelete, "sub/.GIT").action, Action::kDeny);  // casefold disks
+}
+
+TEST(GuardedBackend, AMoveNeverBringsWhatIsKeptFromReadingWhereItCouldBeRead) {
+  StateBackend state;
+  ASSERT_TRUE(state.write("private/key", "k", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write("vault/inner", "i", WriteMode::kOverwrite).ok());
+  Guard g = guardFor({{"default", "allow"},
+                      {"read",
+                       {{"rules",
+                         {{{"pattern", "**/private/**"}, {"action", "deny"}},
+                          {{"pattern", "vault/**"}, {"action", "deny"}}}}}}});
+  GuardedBackend mover(state, g, Operation::kMove, nullptr);
+  auto moved = mover.move("private/key", "key.txt", false);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().message(),
+            "move denied for 'private/key', which the rules keep from reading, and 'key.txt' could "
+            "be read");
+  moved = mover.move("vault", "open", false);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().message(),
+            "move denied for 'vault': it holds 'vault/inner', which the rules keep from "
+            "reading, and 'open/inner' could be read");
+  EXPECT_TRUE(state.stat("vault/inner").ok());
+  // Where it stays hidden, it may move.
+  EXPECT_TRUE(mover.move("private/key", "other/private/key", false).ok());
+  EXPECT_TRUE(state.stat("other/private/key").ok());
+}
+
+TEST(GuardedBackend, AnEntryWhoseRuleAsksIsAskedAboutOnce) {
+  StateBackend state;
+  ASSERT_TRUE(state.write("data/prod.db", "p", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write("data/test.db", "t", WriteMode::kOverwrite).ok());
+  ASSERT_TRUE(state.write("data/notes.txt", "n", WriteMode::kOverwrite).ok());
+  Guard g = guardFor({{"default", "allow"},
+                      {"delete", {{"rules", {{{"pattern", "data/*.db"}, {"action", "ask"}}}}}}});
+  ScriptedApprover no(false);
+  GuardedBackend deleter(state, g, Operation::kDelete, &no);
+  auto removed = deleter.remove("data", true);
+  ASSERT_FALSE(removed.ok());
+  ASSERT_EQ(no.asked.size(), 1u);
+  EXPECT_TRUE(no.asked[0].starts_with("delete data (which holds data/")) << no.asked[0];
+  EXPECT_TRUE(state.stat("data/prod.db").ok());
+  ScriptedApprover yes(true);
+  GuardedBackend approved(state, g, Operation::kDelete, &yes);
+  EXPECT_TRUE(approved.remove("data", true).ok());
+  EXPECT_EQ(yes.asked.size(), 1u);
+  EXPECT_FALSE(state.stat("data").ok());
+}
+
+TEST(GuardedBackend, TheRootIsRefusedBeforeAnyQuestion) {
+  StateBackend state;
+  Guard g = presetGuard("default");
+  ScriptedApprover yes(true);
+  GuardedBackend deleter(state, g, Operation::kDelete, &yes);
+  EXPECT_EQ(deleter.normalize(".").status().message(), "the workspace root cannot be deleted");
+  GuardedBackend mover(state, g, Operation::kMove, &yes);
+  EXPECT_FALSE(mover.normalize("/workspace").ok());
+  EXPECT_TRUE(yes.asked.empty());
+}
+
 TEST(GuardedBackend, ADirectoryHoldingWhatTheRulesDenyIsNotDeletedOrMoved) {
   StateBackend state;
   ASSERT_TRUE(state.write("cfg/app.toml", "x", WriteMode::kOverwrite).ok());

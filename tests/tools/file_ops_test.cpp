@@ -1,5 +1,7 @@
 // mkdir, move and delete on every backend, and what Local does with symlinks.
 
+#include <sys/mount.h>
+
 #include <filesystem>
 
 #include "tests/tools/tool_fixture.h"
@@ -214,6 +216,23 @@ TEST_P(FileOpsOnDiskTest, ARecursiveDeleteNeverFollowsALinkOut) {
   EXPECT_EQ(outside.read("precious.txt"), "keep");
   EXPECT_EQ(contentOf("keepdir/k.txt"), "k");
   EXPECT_FALSE(std::filesystem::exists(on("d")));
+}
+
+TEST_P(FileOpsOnDiskTest, ARecursiveDeleteStopsAtAMountPointAndSaysWhatItDeleted) {
+  // A bind mount of the same file system: only its mount id tells it apart.
+  TempDir elsewhere;
+  elsewhere.write("mounted.txt", "keep");
+  seed("d/a.txt", "a");
+  std::filesystem::create_directories(on("d/m"));
+  if (::mount(elsewhere.str().c_str(), on("d/m").c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "cannot bind-mount here (not root?)";
+  }
+  json r = call("delete", {{"path", "d"}, {"recursive", true}});
+  EXPECT_TRUE(isError(r));
+  EXPECT_TRUE(text(r).starts_with("'d/m' is a mount point; it is not deleted")) << text(r);
+  EXPECT_EQ(elsewhere.read("mounted.txt"), "keep");
+  ASSERT_EQ(::umount2(on("d/m").c_str(), MNT_DETACH), 0);
+  EXPECT_EQ(elsewhere.read("mounted.txt"), "keep");
 }
 
 TEST_P(FileOpsOnDiskTest, NoPathLeavesTheWorkspace) {
