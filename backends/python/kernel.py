@@ -35,14 +35,16 @@ class _ForkedChildren:
     """Children that cells made with os.fork. Each ends when its copy of the cell does, and
     nothing in the kernel would wait for it: such zombies would hold the sandbox's process
     limit until the session ends. The exited ones are reaped after each cell and on SIGCHLD
-    (a later cell's os.waitpid on one of them then gets ChildProcessError). subprocess's
-    children are not made with os.fork and stay the user's to wait for."""
+    between cells (a later cell's os.waitpid on one of them then gets ChildProcessError);
+    never while a cell runs, which may be waiting for its own child. subprocess's children
+    are not made with os.fork and stay the user's to wait for."""
 
     def __init__(self):
         self.pids = set()
+        self.in_cell = False
         self._fork = os.fork
         os.fork = self.fork
-        signal.signal(signal.SIGCHLD, lambda signum, frame: self.reap())
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None if self.in_cell else self.reap())
 
     def fork(self):
         pid = self._fork()
@@ -307,6 +309,7 @@ class Kernel:
         start, began = time.perf_counter(), time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         try:
             self.busy, self.timed_out = True, False
+            self.forked.in_cell = True
             sys.stdout, sys.stderr = out, err
             body, last = _compile_cell(code, filename)
             exec(body, self.main.__dict__)
@@ -319,6 +322,7 @@ class Kernel:
             error = exc
         finally:
             self.busy = False  # first, so a late SIGINT cannot escape from here
+            self.forked.in_cell = False
             sys.stdout, sys.stderr = saved
         if error is not None:
             try:  # a failed cell's figures are dropped, not carried into the next one

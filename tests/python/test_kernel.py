@@ -384,6 +384,14 @@ class KernelTest(unittest.TestCase):
         self.assertEqual(reply["result"], "'eof'")
         self.assert_alive()
 
+    def test_a_cell_waits_for_its_own_fork(self):
+        # The child has long exited (its SIGCHLD has come) when the cell waits for it: the
+        # kernel's reaping of forks must not have taken it from the cell.
+        reply = self.ok("import os, time\npid = os.fork()\nif pid == 0:\n    os._exit(3)\n"
+                        "time.sleep(0.3)\nos.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])")
+        self.assertEqual(reply["result"], "3")
+        self.assert_alive()
+
     def test_fork_child_never_replies(self):
         reply = self.ok("import os\npid = os.fork()\nif pid == 0:\n    print('child')\n"
                         "else:\n    os.waitpid(pid, 0)\n'parent'")
