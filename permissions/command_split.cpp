@@ -5,17 +5,18 @@
 #include <utility>
 
 #include "permissions/env_policy.h"
-#include "permissions/shell_lexer.h"
 
 namespace byd::permissions {
 namespace {
 
-constexpr size_t kNpos = std::string_view::npos;
+using bash::Kind;
+using bash::Node;
+using bash::Word;
+using Words = std::vector<Word>;
 
-// Shared by every parser of one line, including those for substitutions and `sh -c` scripts.
-struct State : SplitStatus {
-  std::vector<SimpleCommand> commands;
-};
+constexpr size_t kNpos = std::string_view::npos;
+// How deep scripts inside scripts (`sh -c "eval '...'"`) are followed.
+constexpr int kMaxScriptDepth = 8;
 
 // Whether `name` is one of the space-separated words of `list`.
 bool listHas(std::string_view list, std::string_view name) {
@@ -28,238 +29,21 @@ bool listHas(std::string_view list, std::string_view name) {
   return false;
 }
 
-void emitProgram(Words words, int depth, State& state, std::vector<std::string> assignments = {});
-
-// Parses the lexer's words into simple commands: lists, pipelines, groups and redirections.
-class Parser : public ShellLexer {
- public:
-  Parser(std::string_view input, State& state) : ShellLexer(input, state), state_(state) {}
-  // Parses commands until the `close` character (')' or '}') or, for '\0', the end of input.
-  void parseList(char close, int depth);
-
- private:
-  enum class Outcome { kConsumed, kClosed };
-  // What a command's first word turned out to be.
-  enum class Step { kWord, kSkip, kGroup, kClosed, kEnd };
-
-  void parseSubstitution(int depth) override { parseList(')', depth); }
-  void parseScript(std::string_view script, int depth) override {
-    Parser(script, state_).parseList('\0', depth);
-  }
-  void consumeSeparator(bool have_command, bool& pending);
-  Outcome parseCommand(char close, int depth);
-  Step reservedWord(const Word& w, char close, int depth);
-  bool openParen(Words& words, bool group, int depth);
-  void parseFunctionHeader();
-  void parseArrayValue(int depth);
-  void parseRedirection(int depth);
-  void finishCommand(Words words, int depth);
-
-  State& state_;
-};
-
-void Parser::parseList(char close, int depth) {
-  if (!state_.enter(depth)) return;
-  bool have_command = false;  // a command precedes the next separator
-  bool pending = false;       // `&&`, `||` or `|` still waits for its right-hand command
-  while (true) {
-    skipBlanks();
-    if (atEnd()) break;
-    const size_t start = pos_;
-    const char c = peek();
-    if (c == '#') {
-      skipComment();
-    } else if (c == '\n') {
-      ++pos_;
-      have_command = false;
-    } else if (c == ')') {
-      ++pos_;
-      if (close == ')') {
-        if (pending) state_.fail("incomplete command");
-        return;
-      }
-      state_.fail("unbalanced parenthesis");
-    } else if (atSeparator()) {
-      consumeSeparator(have_command, pending);
-      have_command = false;
-    } else {
-      if (parseCommand(close, depth) == Outcome::kClosed) {
-        if (pending) state_.fail("incomplete command");
-        return;
-      }
-      have_command = true;
-      pending = false;
-    }
-    if (pos_ == start) {  // never loop without progress, whatever the input
-      ++pos_;
-      state_.fail("syntax error");
-    }
-  }
-  if (state_.aborted) return;
-  if (close != '\0') state_.fail(close == ')' ? "unbalanced parenthesis" : "unbalanced brace");
-  if (pending) state_.fail("incomplete command");
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-void Parser::consumeSeparator(bool have_command, bool& pending) {
-  const std::string_view op = readSeparator();
-  // `;;` only ends a case branch; a separator with nothing before it is a syntax error.
-  if (!have_command || op == ";;") state_.fail("syntax error");
-  pending = op[0] == '|' || op == "&&";
+std::string quoted(std::string_view s) {
+  constexpr size_t kMax = 60;
+  std::string out = "'" + std::string(s.substr(0, kMax));
+  for (char& c : out) {
+    if (c == '\n') c = ' ';
+  }
+  return out + (s.size() > kMax ? "...'" : "'");
 }
 
-Parser::Outcome Parser::parseCommand(char close, int depth) {
-  Words words;
-  bool group = false;  // a ( ) or { } group was parsed; only redirections may follow it
-  while (true) {
-    skipBlanks();
-    if (atEnd()) break;
-    const char c = peek();
-    if (c == '#') {
-      skipComment();
-    } else if (c == '<' || c == '>' || (c == '&' && peek(1) == '>')) {
-      parseRedirection(depth);
-    } else if (c == '(') {
-      if (!openParen(words, group, depth)) return Outcome::kConsumed;
-      group = group || words.empty();
-    } else if (isMeta(c)) {
-      break;
-    } else {
-      Word w = lexWord(depth);
-      if (looksLikeFd(w) && (peek() == '<' || peek() == '>')) continue;
-      if (group) {
-        state_.fail("syntax error");
-        continue;
-      }
-      const Step step = words.empty() ? reservedWord(w, close, depth) : Step::kWord;
-      if (step == Step::kWord) words.push_back(std::move(w));
-      if (step == Step::kGroup) group = true;
-      if (step == Step::kClosed) return Outcome::kClosed;
-      if (step == Step::kEnd) return Outcome::kConsumed;
-    }
-  }
-  if (!group) finishCommand(std::move(words), depth);
-  return Outcome::kConsumed;
-}
+// --- Wrappers: commands that run their arguments as another command ---
 
-// Interprets a command's first word when it is unquoted and reserved.
-Parser::Step Parser::reservedWord(const Word& w, char close, int depth) {
-  if (w.text != w.bare) return Step::kWord;
-  if (w.text == "{") {
-    parseList('}', depth + 1);
-    return Step::kGroup;
-  }
-  if (w.text == "}") {
-    if (close == '}') return Step::kClosed;
-    state_.fail("unbalanced brace");
-    return Step::kSkip;
-  }
-  if (w.text == "function") {
-    state_.fail("function definition");
-    skipBlanks();
-    if (!atEnd() && !isMeta(peek())) lexWord(depth);  // the name
-    parseFunctionHeader();
-    return Step::kEnd;  // the body follows as a command of its own
-  }
-  // Keywords of if/while/until: the commands between them are split like any others.
-  return listHas("if then elif else while until do done fi !", w.text) ? Step::kSkip : Step::kWord;
-}
-
-// Handles `(` inside a command. Returns false when the command ends here.
-bool Parser::openParen(Words& words, bool group, int depth) {
-  const bool all_assignments = std::all_of(words.begin(), words.end(), isAssignment);
-  if (!words.empty() && all_assignments && in_[pos_ - 1] == '=') {
-    parseArrayValue(depth);  // arr=(a b)
-    return true;
-  }
-  if (words.size() == 1 && !group) {
-    state_.fail("function definition");
-    parseFunctionHeader();
-    return false;  // the body follows as a command of its own
-  }
-  if (!words.empty() || group) {
-    state_.fail("syntax error");
-    finishCommand(std::move(words), depth);
-    return false;  // the caller reads the `(` as the start of the next command
-  }
-  if (peek(1) == '(') state_.fail("arithmetic expansion");  // (( expr ))
-  ++pos_;
-  parseList(')', depth + 1);
-  return true;
-}
-
-void Parser::parseFunctionHeader() {
-  skipBlanks();
-  if (peek() != '(') return;
-  ++pos_;
-  skipBlanks();
-  if (peek() == ')') {
-    ++pos_;
-  } else {
-    state_.fail("syntax error");
-  }
-}
-
-void Parser::parseArrayValue(int depth) {
-  ++pos_;
-  while (true) {
-    skipBlanks();
-    if (atEnd()) {
-      state_.fail("unbalanced parenthesis");
-      return;
-    }
-    const char c = peek();
-    if (c == ')') {
-      ++pos_;
-      return;
-    }
-    if (c == '\n') {
-      ++pos_;
-    } else if (isMeta(c)) {
-      state_.fail("syntax error");
-      return;
-    } else {
-      lexWord(depth);  // only for the substitutions inside
-    }
-  }
-}
-
-void Parser::parseRedirection(int depth) {
-  const std::string_view op = readRedirectionOperator();
-  if (op == "<(" || op == ">(") {
-    state_.fail("process substitution");
-    parseList(')', depth + 1);
-    return;
-  }
-  if (op == "<<<") state_.fail("here-string");
-  if (op == "<<" || op == "<<-") state_.fail("heredoc");
-  skipBlanks();
-  if (atEnd() || isMeta(peek())) {
-    state_.fail("missing redirection target");
-    return;
-  }
-  const Word target = lexWord(depth);
-  if (op == "<" || op == "<&" || op.starts_with("<<")) return;
-  const bool dup = target.text == target.bare && (target.text == "-" || allDigits(target.text));
-  if (op == ">&" && dup) return;
-  const bool sink =
-      target.text == "/dev/null" || target.text == "/dev/stdout" || target.text == "/dev/stderr";
-  if (target.expands || !sink) state_.fail("output redirection to a file");
-}
-
-void Parser::finishCommand(Words words, int depth) {
-  const auto program = std::find_if_not(words.begin(), words.end(), isAssignment);
-  std::vector<std::string> assignments;
-  for (auto it = words.begin(); it != program; ++it) assignments.push_back(it->text);
-  words.erase(words.begin(), program);
-  for (const Word& w : words) {
-    if (hasBraceExpansion(w.bare)) state_.fail("brace expansion");
-  }
-  emitProgram(std::move(words), depth, state_, std::move(assignments));
-}
-
-// --- What runs: wrappers, shells and the program word ---
-
-// A command that runs its arguments as another command.
 struct WrapperSpec {
   std::string_view name = {};
   std::string_view flags = {};          // short options without an argument
@@ -273,7 +57,7 @@ struct WrapperSpec {
 };
 
 // Options that make a wrapper run something other than its operands (sudo -s, env -S,
-// xargs -I) are deliberately missing: unknown options make the line uncertain.
+// xargs -I) are deliberately missing: an unknown option leaves the command unknown.
 // One wrapper per line reads better than one field per line.
 // clang-format off
 constexpr WrapperSpec kWrappers[] = {
@@ -297,11 +81,6 @@ constexpr WrapperSpec kWrappers[] = {
      .long_with_arg = "max-args max-lines max-procs max-chars delimiter arg-file eof"},
 };
 // clang-format on
-
-// Programs whose arguments become shell code this splitter cannot see.
-constexpr std::string_view kOpaquePrograms = "eval source . trap alias fc";
-// Compound commands this splitter does not parse.
-constexpr std::string_view kUnsupportedKeywords = "for case select coproc [[ esac";
 
 constexpr std::string_view kStandardDirs[] = {"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/",
                                               "/usr/sbin/"};
@@ -364,67 +143,6 @@ std::optional<size_t> wrappedCommandIndex(const Words& words, const WrapperSpec&
   return i + spec.operands;
 }
 
-// Splits `sh -c SCRIPT` into the script's commands. Returns false when `words` is not such a
-// call (e.g. `sh script.sh`, `curl x | sh`) and should be emitted as it is.
-bool splitShellScript(const Words& words, int depth, State& state) {
-  if (!listHas("sh bash dash zsh ksh", programName(words[0]))) return false;
-  bool has_c = false;
-  size_t i = 1;
-  for (; i < words.size(); ++i) {
-    const std::string_view t = words[i].text;
-    if (t == "--" || t == "-") {
-      ++i;
-      break;
-    }
-    if (t.starts_with("--")) {
-      if (listHas("login noprofile norc posix noediting restricted verbose", t.substr(2))) continue;
-      state.fail("unknown shell option");
-      return false;
-    }
-    if (t.size() < 2 || (t[0] != '-' && t[0] != '+')) break;
-    for (char c : t.substr(1)) {
-      if (c == 'c') {
-        has_c = true;
-      } else if (c == 'o' || c == 'O') {
-        ++i;  // -o pipefail
-      } else if (std::string_view("aefhiklmnprstuvxBCEHPT").find(c) == kNpos) {
-        state.fail("unknown shell option");
-        return false;
-      }
-    }
-  }
-  if (!has_c) return false;
-  if (i >= words.size() || words[i].expands) {
-    state.fail(i >= words.size() ? "missing shell script" : "dynamic shell script");
-    return false;
-  }
-  Parser(words[i].text, state).parseList('\0', depth + 1);
-  return true;
-}
-
-// `find ... -exec CMD ... ;` runs CMD, so rules must see it too.
-void emitFindExec(const Words& words, int depth, State& state) {
-  for (size_t i = 1; i < words.size(); ++i) {
-    if (!listHas("-exec -execdir -ok -okdir", words[i].text)) continue;
-    size_t end = i + 1;
-    while (end < words.size() && words[end].text != ";" && words[end].text != "+") ++end;
-    Words inner(words.begin() + i + 1, words.begin() + end);
-    if (!inner.empty() && inner[0].text.find("{}") != kNpos) {
-      state.fail("find runs the files it finds");
-    }
-    emitProgram(std::move(inner), depth + 1, state);
-    i = end;
-  }
-}
-
-void checkProgramWord(const Word& w, State& state) {
-  if (w.substitutes) state.fail("command substitution in command position");
-  if (w.expands) state.fail("variable in command position");
-  if (hasGlob(w.bare)) state.fail("glob in command position");
-  if (listHas(kOpaquePrograms, w.text)) state.fail(w.text == "." ? "source" : w.text);
-  if (listHas(kUnsupportedKeywords, w.text)) state.fail("unsupported shell syntax");
-}
-
 const WrapperSpec* findWrapper(const Words& words) {
   const std::string_view name = programName(words[0]);
   // `command -v git` only describes git; keep it whole.
@@ -437,35 +155,309 @@ const WrapperSpec* findWrapper(const Words& words) {
   return nullptr;
 }
 
-void emitProgram(Words words, int depth, State& state, std::vector<std::string> assignments) {
-  if (!state.enter(depth)) return;
-  while (!words.empty()) {
-    checkProgramWord(words[0], state);
-    const WrapperSpec* spec = findWrapper(words);
-    if (spec == nullptr) break;
-    const std::optional<size_t> index = wrappedCommandIndex(words, *spec);
-    if (!index) state.fail("unknown wrapper option");
-    if (!index || *index >= words.size()) break;  // a wrapper alone is reported as it is
-    for (size_t i = 1; i < *index; ++i) {
-      if (spec->assignments && isAssignment(words[i])) assignments.push_back(words[i].text);
-    }
-    words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(*index));
+// Why a command word's value is known only when the line runs, or empty.
+std::string unknownName(const Word& w) {
+  if (w.substitutes) return "its name " + quoted(w.text) + " comes from a command's output";
+  if (w.expands) return "its name " + quoted(w.text) + " is an expansion";
+  if (bash::hasGlob(w.bare)) return "its name " + quoted(w.text) + " is a glob pattern";
+  if (bash::hasBraceExpansion(w.bare)) {
+    return "its name " + quoted(w.text) + " is a brace expansion";
   }
-  if (words.empty()) {
-    // `PATH=./bin` alone changes what the next commands run.
-    if (std::any_of(assignments.begin(), assignments.end(),
-                    [](const std::string& a) { return changesWhatRuns(assignedName(a)); })) {
-      state.commands.push_back({{}, std::move(assignments)});
-    }
-    return;
-  }
-  if (splitShellScript(words, depth, state)) return;
-  if (programName(words[0]) == "find") emitFindExec(words, depth, state);
-  SimpleCommand command;
-  for (Word& w : words) command.words.push_back(std::move(w.text));
-  command.assignments = std::move(assignments);
-  state.commands.push_back(std::move(command));
+  return {};
 }
+
+// --- The walk over the syntax tree ---
+
+class Analyzer {
+ public:
+  explicit Analyzer(SplitResult& out) : out_(out) {}
+
+  void script(const bash::ParseResult& parsed, int depth) {
+    for (const bash::SyntaxError& e : parsed.deferred) uncertain(e.message);
+    findForkBomb(parsed.script);
+    node(parsed.script, depth);
+  }
+
+ private:
+  void uncertain(std::string why) {
+    if (out_.certain) out_.reason = std::move(why);
+    out_.certain = false;
+  }
+
+  void node(const Node& n, int depth) {
+    if (n.kind == Kind::kSimple) return simple(n, depth);
+    if (n.kind == Kind::kFunction) {
+      for (const Node& child : n.children) node(child, depth);
+      return;
+    }
+    // A compound command's redirections are in place before its body runs.
+    redirections(n, depth);
+    for (const Word& w : n.words) nested(w, depth);
+    for (const Node& child : n.children) node(child, depth);
+  }
+
+  void nested(const Word& w, int depth) {
+    for (const Node& script : w.nested) node(script, depth);
+  }
+
+  void redirections(const Node& n, int depth) {
+    for (const bash::Redirect& r : n.redirects) {
+      nested(r.target, depth);
+      if (r.heredoc) {
+        nested(r.heredoc->word, depth);
+        continue;
+      }
+      file(r);
+    }
+  }
+
+  void file(const bash::Redirect& r) {
+    if (r.op == "<<<") return;
+    const Word& t = r.target;
+    if (t.substitutes && t.text == bash::kSubstitution) return;  // <(...) or >(...)
+    const bool bare = t.text == t.bare;
+    if ((r.op == "<&" || r.op == ">&") && bare && (t.text == "-" || allDigits(t.text))) return;
+    if (isDevice(t.text)) return;
+    const bool write = r.op != "<" && r.op != "<&";
+    out_.files.push_back({write, t.text, r.op, r.begin, t.expands});
+  }
+
+  static bool isDevice(std::string_view path) {
+    if (path == "/dev/null" || path == "/dev/stdin" || path == "/dev/stdout" ||
+        path == "/dev/stderr" || path == "/dev/tty") {
+      return true;
+    }
+    return path.starts_with("/dev/fd/") && allDigits(path.substr(8));
+  }
+
+  // Bash expands the words, then performs the redirections (expanding heredocs), then runs
+  // the command.
+  void simple(const Node& n, int depth) {
+    for (const Word& w : n.assignments) nested(w, depth);
+    for (const Word& w : n.words) nested(w, depth);
+    redirections(n, depth);
+    std::vector<std::string> assignments;
+    for (const Word& w : n.assignments) assignments.push_back(w.text);
+    program(n.words, n.begin, depth, std::move(assignments));
+  }
+
+  // Reports the command `words` runs, looking through wrappers and into the scripts that
+  // shells, eval, trap, alias and find -exec run.
+  void program(Words words, uint32_t offset, int depth, std::vector<std::string> assignments) {
+    std::string unknown;
+    while (!words.empty()) {
+      unknown = unknownName(words[0]);
+      if (!unknown.empty()) break;
+      const WrapperSpec* spec = findWrapper(words);
+      if (spec == nullptr) break;
+      const std::optional<size_t> index = wrappedCommandIndex(words, *spec);
+      if (!index) {
+        unknown = "an option of " + words[0].text + " is not one the rules understand";
+        break;
+      }
+      if (*index >= words.size()) break;  // a wrapper alone is reported as it is
+      for (size_t i = 1; i < *index; ++i) {
+        if (spec->assignments && bash::isAssignmentWord(words[i])) {
+          assignments.push_back(words[i].text);
+        }
+      }
+      words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(*index));
+      offset = words.front().begin;
+    }
+    if (words.empty()) {
+      // `PATH=./bin` alone changes what the next commands run.
+      if (std::any_of(assignments.begin(), assignments.end(),
+                      [](const std::string& a) { return changesWhatRuns(assignedName(a)); })) {
+        out_.commands.push_back({{}, std::move(assignments), offset, {}});
+      }
+      return;
+    }
+    if (unknown.empty()) {
+      Inner inner = innerScripts(words, offset, depth);
+      if (inner.replaced) return;
+      unknown = std::move(inner.unknown);
+    }
+    SimpleCommand command{{}, std::move(assignments), offset, std::move(unknown)};
+    for (Word& w : words) command.words.push_back(std::move(w.text));
+    out_.commands.push_back(std::move(command));
+  }
+
+  struct Inner {
+    std::string unknown;    // why what the scripts run is unknown, or empty
+    bool replaced = false;  // the command only runs its script, whose commands were reported
+  };
+
+  // The scripts a command runs from its arguments: `sh -c`, eval, trap, alias, find -exec.
+  Inner innerScripts(const Words& words, uint32_t offset, int depth) {
+    const std::string_view name = programName(words[0]);
+    std::string unknown;
+    if (listHas("sh bash dash zsh ksh", name)) {
+      bool script = false;
+      unknown = shellScript(words, depth, script);
+      return {unknown, script && unknown.empty()};
+    }
+    if (name == "eval") {
+      unknown = evalScript(words, offset, depth);
+      return {unknown, unknown.empty()};
+    }
+    if (name == "trap") return {trapScript(words, depth)};
+    if (name == "alias") return {aliasScripts(words, offset, depth)};
+    if (name == "find") return {findExec(words, depth)};
+    return {};
+  }
+
+  // Parses `text`, a script the line passes to something that runs it.
+  std::string parseInner(std::string_view text, uint32_t offset, int depth, std::string_view what) {
+    if (depth + 1 > kMaxScriptDepth) {
+      return std::string(what) + " is nested in more than " + std::to_string(kMaxScriptDepth) +
+             " scripts";
+    }
+    bash::ParseResult parsed = bash::parseBash(text);
+    if (parsed.error) {
+      return std::string(what) + " does not parse (" +
+             bash::describePosition(text, parsed.error->offset) + ": " + parsed.error->message +
+             ")";
+    }
+    relocate(parsed.script, offset);
+    script(parsed, depth + 1);
+    return {};
+  }
+
+  // Offsets of a nested script are those of the word that holds it.
+  static void relocate(Node& n, uint32_t offset) {
+    n.begin = n.end = offset;
+    for (Node& child : n.children) relocate(child, offset);
+    for (Word& w : n.words) {
+      for (Node& s : w.nested) relocate(s, offset);
+    }
+    for (Word& w : n.assignments) {
+      for (Node& s : w.nested) relocate(s, offset);
+    }
+    for (bash::Redirect& r : n.redirects) r.begin = offset;
+  }
+
+  // `sh -c SCRIPT`: sets `script` when it is such a call (not `sh file.sh` or `curl x | sh`).
+  std::string shellScript(const Words& words, int depth, bool& script) {
+    bool has_c = false;
+    size_t i = 1;
+    for (; i < words.size(); ++i) {
+      const std::string_view t = words[i].text;
+      if (t == "--" || t == "-") {
+        ++i;
+        break;
+      }
+      if (t.starts_with("--")) {
+        if (listHas("login noprofile norc posix noediting restricted verbose", t.substr(2))) {
+          continue;
+        }
+        return "the shell option " + quoted(t) + " is not one the rules understand";
+      }
+      if (t.size() < 2 || (t[0] != '-' && t[0] != '+')) break;
+      for (char c : t.substr(1)) {
+        if (c == 'c') {
+          has_c = true;
+        } else if (c == 'o' || c == 'O') {
+          ++i;  // -o pipefail
+        } else if (std::string_view("aefhiklmnprstuvxBCEHPT").find(c) == kNpos) {
+          return "the shell option " + quoted(t) + " is not one the rules understand";
+        }
+      }
+    }
+    if (!has_c) return {};  // `sh script.sh`, `curl x | sh`: the program as it is
+    script = true;
+    if (i >= words.size()) return "the shell's -c has no script";
+    if (words[i].expands) return "the script of -c, " + quoted(words[i].text) + ", is an expansion";
+    return parseInner(words[i].text, words[i].begin, depth, "the script of -c");
+  }
+
+  std::string evalScript(const Words& words, uint32_t offset, int depth) {
+    std::string text;
+    for (size_t i = 1; i < words.size(); ++i) {
+      if (words[i].expands) return "eval runs " + quoted(words[i].text) + ", an expansion";
+      if (i > 1) text += ' ';
+      text += words[i].text;
+    }
+    return parseInner(text, offset, depth, "eval's script");
+  }
+
+  std::string trapScript(const Words& words, int depth) {
+    size_t i = 1;
+    while (i < words.size() && words[i].text.starts_with('-') && words[i].text != "-") {
+      if (words[i].text == "--") {
+        ++i;
+        break;
+      }
+      if (words[i].text == "-p" || words[i].text == "-l" || words[i].text == "-P") return {};
+      ++i;
+    }
+    // `trap SIG` alone resets; `trap - SIG` and `trap '' SIG` run nothing.
+    if (i + 1 >= words.size() || words[i].text == "-" || words[i].text.empty()) return {};
+    if (words[i].expands) return "trap runs " + quoted(words[i].text) + ", an expansion";
+    return parseInner(words[i].text, words[i].begin, depth, "trap's script");
+  }
+
+  // `alias ll='ls -l'`: where aliases are expanded, the value runs as a command.
+  std::string aliasScripts(const Words& words, uint32_t offset, int depth) {
+    for (size_t i = 1; i < words.size(); ++i) {
+      const size_t eq = words[i].text.find('=');
+      if (eq == kNpos || eq == 0) continue;
+      if (words[i].expands) return "an alias is " + quoted(words[i].text) + ", an expansion";
+      std::string why =
+          parseInner(std::string_view(words[i].text).substr(eq + 1), offset, depth, "an alias");
+      if (!why.empty()) return why;
+    }
+    return {};
+  }
+
+  // `find ... -exec CMD ... ;` runs CMD, so rules must see it too.
+  std::string findExec(const Words& words, int depth) {
+    for (size_t i = 1; i < words.size(); ++i) {
+      if (!listHas("-exec -execdir -ok -okdir", words[i].text)) continue;
+      size_t end = i + 1;
+      while (end < words.size() && words[end].text != ";" && words[end].text != "+") ++end;
+      Words inner(words.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  words.begin() + static_cast<std::ptrdiff_t>(end));
+      if (!inner.empty()) {
+        const uint32_t at = inner.front().begin;
+        if (inner[0].text.find("{}") != kNpos) {
+          out_.commands.push_back({{inner[0].text}, {}, at, "find runs the files it finds"});
+        } else {
+          program(std::move(inner), at, depth + 1, {});
+        }
+      }
+      i = end;
+    }
+    return {};
+  }
+
+  // --- Fork bombs: a function that starts copies of itself in parallel ---
+
+  void findForkBomb(const Node& n) {
+    if (!out_.fork_bomb.empty()) return;
+    if (n.kind == Kind::kFunction && !n.children.empty() &&
+        startsItself(n.children.front(), n.name, false)) {
+      out_.fork_bomb = n.name;
+      return;
+    }
+    for (const Node& child : n.children) findForkBomb(child);
+  }
+
+  // Whether `n` runs `name` in the background or in a pipeline beside another command.
+  static bool startsItself(const Node& n, const std::string& name, bool parallel) {
+    if (n.kind == Kind::kSimple) {
+      return parallel && !n.words.empty() && n.words.front().text == name;
+    }
+    for (const Node& child : n.children) {
+      bool p = parallel;
+      if (n.kind == Kind::kList) p = p || child.op == "&";
+      if (n.kind == Kind::kPipeline) p = p || n.children.size() > 1;
+      if (startsItself(child, name, p)) return true;
+    }
+    return false;
+  }
+
+  SplitResult& out_;
+};
 
 }  // namespace
 
@@ -487,9 +479,16 @@ std::string SimpleCommand::text() const {
 }
 
 SplitResult splitCommandLine(std::string_view line) {
-  State state;
-  Parser(line, state).parseList('\0', 0);
-  return {std::move(state.commands), state.certain, std::move(state.reason)};
+  SplitResult result;
+  bash::ParseResult parsed = bash::parseBash(line);
+  if (parsed.error) {
+    result.error = std::move(parsed.error);
+    result.certain = false;
+    result.reason = "the line is not valid bash";
+    return result;
+  }
+  Analyzer(result).script(parsed, 0);
+  return result;
 }
 
 }  // namespace byd::permissions

@@ -44,6 +44,37 @@ std::vector<std::string_view> variablesThatChangeWhatRuns(const SimpleCommand& c
 
 }  // namespace
 
+std::string lexicalKey(std::string_view cwd, std::string_view path) {
+  if (path.starts_with('~') || path.starts_with('$')) return std::string(path);
+  const bool absolute = path.starts_with('/');
+  std::vector<std::string_view> parts;
+  const auto add = [&](std::string_view s) {
+    while (!s.empty()) {
+      const size_t slash = s.find('/');
+      const std::string_view part = s.substr(0, slash);
+      if (part == "..") {
+        if (!parts.empty() && parts.back() != "..") {
+          parts.pop_back();
+        } else if (!absolute) {
+          parts.push_back(part);
+        }
+      } else if (!part.empty() && part != ".") {
+        parts.push_back(part);
+      }
+      if (slash == std::string_view::npos) break;
+      s.remove_prefix(slash + 1);
+    }
+  };
+  if (!absolute) add(cwd);
+  add(path);
+  std::string out = absolute ? "/" : "";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += '/';
+    out += parts[i];
+  }
+  return out;
+}
+
 std::string displayTarget(std::string_view target) {
   return "'" + (target.empty() ? std::string(".") : shorten(target)) + "'";
 }
@@ -72,8 +103,20 @@ Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
 }
 
 Decision Guard::decideCommand(std::string_view line, const Env& env, const SessionGrants* grants,
-                              std::vector<SessionGrant>* offer) const {
+                              std::vector<SessionGrant>* offer, const PathMapper& paths) const {
   SplitResult split = splitCommandLine(line);
+  if (split.error) {
+    return {Action::kDeny, "bash's grammar",
+            "the line is not valid bash (" + bash::describePosition(line, split.error->offset) +
+                ": " + split.error->message + ")",
+            ""};
+  }
+  if (!split.fork_bomb.empty()) {
+    return {Action::kDeny, "the fork-bomb check",
+            "the function '" + split.fork_bomb +
+                "' starts copies of itself in parallel, a fork bomb, which is never allowed",
+            ""};
+  }
   if (!env.empty()) {
     // The variables reach every command of the line, and the shell that runs it.
     std::vector<std::string> words;
@@ -81,12 +124,22 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     for (SimpleCommand& command : split.commands) {
       command.assignments.insert(command.assignments.begin(), words.begin(), words.end());
     }
-    if (split.commands.empty()) split.commands.push_back({{}, words});
+    if (split.commands.empty()) split.commands.push_back({{}, words, 0, {}});
   }
   Decision combined{Action::kAllow, "every command allowed", "", ""};
   bool judged = false;
   std::vector<SessionGrant> offered;
   bool all_offered = true;
+  // An ask that a grant covers is allowed; otherwise it is remembered, with what "for the rest
+  // of this session" would cover of it.
+  const auto ask = [&](const Decision& d, std::optional<SessionGrant> grant) {
+    if (grant) {
+      offered.push_back(std::move(*grant));
+    } else {
+      all_offered = false;
+    }
+    if (combined.action == Action::kAllow) combined = d;
+  };
   for (const SimpleCommand& command : split.commands) {
     if (command.words.empty() &&
         std::none_of(command.assignments.begin(), command.assignments.end(),
@@ -99,6 +152,15 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
       d.source += " for '" + shorten(command.fullText()) + "'";
       return d;
     }
+    if (!command.unknown.empty()) {
+      // Deny rules matched its text; nothing else can be said of it before it runs.
+      ask({Action::kAsk, "what it runs is known only when the line runs",
+           "'" + shorten(command.text()) + "' (" + bash::describePosition(line, command.offset) +
+               "): " + command.unknown,
+           ""},
+          std::nullopt);
+      continue;
+    }
     if (d.action != Action::kAsk) continue;
     // Session grants speak of commands alone, never of variables that change what runs.
     const bool plain = variablesThatChangeWhatRuns(command).empty();
@@ -107,21 +169,37 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
                    shorten(command.text()));
       continue;
     }
-    std::optional<SessionGrant> grant =
-        plain ? SessionGrant::forCommand(command) : std::optional<SessionGrant>();
-    if (grant) {
-      offered.push_back(std::move(*grant));
-    } else {
-      all_offered = false;
+    ask(d, plain ? SessionGrant::forCommand(command) : std::optional<SessionGrant>());
+  }
+  for (const FileAccess& file : split.files) {
+    judged = true;
+    const std::string key = paths ? paths(file.path) : lexicalKey("", file.path);
+    for (const Operation op : {Operation::kRead, Operation::kWrite}) {
+      if ((op == Operation::kWrite) != file.write && !(file.op == "<>")) continue;
+      Decision d = rules_.decide(op, key);
+      const std::string where =
+          "the redirection " + file.op + " at " + bash::describePosition(line, file.offset) + " " +
+          (op == Operation::kWrite ? "writes " : "reads ") + displayTarget(key);
+      if (d.action == Action::kDeny) {
+        d.description = reasonOf(d) + " (" + where + ")";
+        return d;
+      }
+      if (d.action != Action::kAsk) continue;
+      if (grants != nullptr && grants->covers(op, key)) {
+        spdlog::info("permission: {} allowed for {} for this session, as the user said",
+                     operationName(op), displayTarget(key));
+        continue;
+      }
+      d.description = reasonOf(d) + " (" + where + ")";
+      ask(d, SessionGrant::forTarget(op, key));
     }
-    if (combined.action == Action::kAllow) combined = d;
   }
   if (!judged && split.certain) return rules_.decide(Operation::kExecute, "");
   if (!split.certain) {
     all_offered = false;
     if (combined.action == Action::kAllow) {
-      combined = {Action::kAsk,
-                  "the command line cannot be split with certainty (" + split.reason + ")", "", ""};
+      combined = {Action::kAsk, "some of what the line runs cannot be seen before it runs",
+                  split.reason, ""};
     }
   }
   if (offer != nullptr && combined.action == Action::kAsk && all_offered) {
@@ -173,7 +251,7 @@ Status Guard::checkMove(std::string_view from, std::string_view to, Approver* ap
 }
 
 Status Guard::checkCommand(std::string_view line, const Env& env, std::string_view cwd,
-                           Approver* approver) const {
+                           Approver* approver, const PathMapper& paths) const {
   std::string shown(line);
   if (!env.empty()) {
     shown += "\n\nwith these variables:";
@@ -182,7 +260,9 @@ Status Guard::checkCommand(std::string_view line, const Env& env, std::string_vi
   if (!cwd.empty() && cwd != ".") shown += "\n\nin the directory " + std::string(cwd);
   SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
   std::vector<SessionGrant> offer;
-  const Decision d = decideCommand(line, env, grants, grants != nullptr ? &offer : nullptr);
+  const PathMapper relative = [cwd](std::string_view path) { return lexicalKey(cwd, path); };
+  const Decision d = decideCommand(line, env, grants, grants != nullptr ? &offer : nullptr,
+                                   paths ? paths : relative);
   return enforce(Operation::kExecute, d, line, shown, approver, offer);
 }
 

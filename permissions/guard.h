@@ -5,6 +5,7 @@
 // it. Immutable after construction; safe to share between threads.
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,9 +47,8 @@ class Guard {
  public:
   Guard(Ruleset rules, AskFallback fallback);
 
-  // The ruleset's decision. For execute, `target` is a whole command line: it is split into
-  // simple commands, every one must be allowed, a deny anywhere denies the line, and a line
-  // that cannot be split with certainty is at best "ask".
+  // The ruleset's decision. For execute, `target` is a whole command line, judged as
+  // decideCommand() judges it.
   Decision decide(Operation op, std::string_view target) const;
   // decide(), then ask `approver` (may be null) when the answer is ask. OK or PermissionDenied
   // with a message naming the operation, the target and the reason.
@@ -58,14 +58,21 @@ class Guard {
   // (judged as NAME=value words before each; a variable that changes what runs needs a rule
   // that names it). The approver is shown the whole line, the variables and `cwd`.
   using Env = std::vector<std::pair<std::string, std::string>>;
-  // With `grants`, a command that asks and that they cover is allowed; `offer` receives what
-  // "for the rest of this session" would cover of the commands still asking (nothing when the
-  // line cannot be split with certainty).
+  // What the file rules judge of a path a redirection names (relative to the command's working
+  // directory): the workspace key, or the path itself where it lies outside the workspace.
+  using PathMapper = std::function<std::string(std::string_view path)>;
+  // Every simple command of the line is judged by the execute rules and every file it
+  // redirects from or to by the read or write rules (command_split.h); a line that is not
+  // valid bash, and a fork bomb, are denied. With `grants`, what asks and they cover is
+  // allowed; `offer` receives what "for the rest of this session" would cover of what still
+  // asks (nothing when some of it cannot be known before the line runs). Without `paths`,
+  // paths are taken relative to the workspace root.
   Decision decideCommand(std::string_view line, const Env& env,
                          const SessionGrants* grants = nullptr,
-                         std::vector<SessionGrant>* offer = nullptr) const;
+                         std::vector<SessionGrant>* offer = nullptr,
+                         const PathMapper& paths = {}) const;
   Status checkCommand(std::string_view line, const Env& env, std::string_view cwd,
-                      Approver* approver) const;
+                      Approver* approver, const PathMapper& paths = {}) const;
   // A move judges both paths by the move rules: a deny of either denies, and when either asks
   // the user is asked once about both.
   Status checkMove(std::string_view from, std::string_view to, Approver* approver) const;
@@ -94,6 +101,11 @@ class Guard {
   Ruleset rules_;
   AskFallback fallback_;
 };
+
+// A path named in a command line, relative to the directory key `cwd`, as the file rules see
+// it: "src/a.c" for "../src/./a.c" in "lib"; absolute paths stay absolute, and what starts
+// with ~ or $ is known only when the line runs, so it is kept as written.
+std::string lexicalKey(std::string_view cwd, std::string_view path);
 
 // "'src/a.py'", "'.'" for the workspace root.
 std::string displayTarget(std::string_view target);

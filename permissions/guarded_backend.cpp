@@ -209,7 +209,15 @@ Result<RemoveOutcome> GuardedBackend::remove(const std::string& key, bool recurs
 }
 
 Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const CancelToken& cancel) {
-  BYD_RETURN_IF_ERROR(guard_.checkCommand(request.command, request.env, request.cwd, approver_));
+  // A redirection's path is judged as the file tools would judge it: by its workspace key.
+  const Guard::PathMapper paths = [&](std::string_view path) {
+    const std::string joined = lexicalKey(request.cwd, path);
+    if (path.starts_with('~') || path.starts_with('$')) return joined;
+    Result<std::string> key = inner_.normalize(joined);
+    return key.ok() ? *key : joined;
+  };
+  BYD_RETURN_IF_ERROR(
+      guard_.checkCommand(request.command, request.env, request.cwd, approver_, paths));
   if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
   return inner_.executor()->execute(request, cancel);
 }

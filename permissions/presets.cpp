@@ -66,7 +66,6 @@ json dangerousCommandRules() {
            "removing / or the home directory is never allowed"),
       deny("mkfs(?:\\.[^ ]+)?(?: .*)?", "making file systems is never allowed"),
       deny("dd(?: .*)? of=/dev/[^ ]+(?: .*)?", "dd onto a device is never allowed"),
-      deny(":", "a fork bomb (:(){ :|:& };:) is never allowed"),
       deny("chmod (?:.* )?(?:-[^ ]*R[^ ]*|--recursive) (?:.* )?(?:/|/\\*)(?: .*)?",
            "changing the mode of / recursively is never allowed"),
       deny("(?:shutdown|reboot|halt|poweroff)(?: .*)?|(?:systemctl|init|telinit) "

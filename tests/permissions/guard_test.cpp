@@ -86,11 +86,95 @@ INSTANTIATE_TEST_SUITE_P(Lines, DangerousSpellings,
                                            ":(){ :|:& };:", "cd /tmp && sudo rm -rf ~",
                                            "bash -c 'rm -rf /'", "nohup shutdown -h now"));
 
-TEST(Guard, UncertainLinesAreAskAtBest) {
+TEST(Guard, WhatIsKnownOnlyWhenTheLineRunsIsAskAtBest) {
   Guard g = presetGuard("permissive");
-  Decision d = g.decide(Operation::kExecute, "cat <<EOF\nhello\nEOF");
+  Decision d = g.decide(Operation::kExecute, "make && $CMD --fast");
   EXPECT_EQ(d.action, Action::kAsk);
-  EXPECT_NE(d.source.find("cannot be split with certainty"), std::string::npos) << d.source;
+  EXPECT_EQ(d.source, "what it runs is known only when the line runs");
+  EXPECT_EQ(d.description, "'$CMD --fast' (line 1, column 9): its name '$CMD' is an expansion");
+  d = g.decide(Operation::kExecute, "echo `if`");
+  EXPECT_EQ(d.action, Action::kAsk);
+  EXPECT_EQ(d.source, "some of what the line runs cannot be seen before it runs");
+  // A deny rule still matches the text of a command that is otherwise unknown.
+  EXPECT_EQ(g.decide(Operation::kExecute, "$X; rm -rf /").action, Action::kDeny);
+}
+
+TEST(Guard, OrdinaryBashRunsUnderPermissive) {
+  Guard g = presetGuard("permissive");
+  for (const char* line : {"cat > x.py <<'EOF'\nprint(1)\nEOF\npython3 x.py",
+                           "for i in 1 2 3 4; do echo tick$i; sleep 0.8; done",
+                           "git init && git add f && echo x > f && git add f",
+                           "printf 'int main(){}' > h.c && gcc h.c", "f() { echo hi; }; f",
+                           "case $1 in a) echo a;; esac", "[[ -f x && $y =~ ^a(b|c)$ ]] && echo y",
+                           "diff <(sort a) <(sort b)", "exec 3>log; echo x >&3",
+                           "trap 'rm -f t' EXIT", "time ( make )", "while :; do break; done",
+                           "a=(1 2); declare -A m=([k]=v); echo ${a[@]} $((1+2)) {1..3}"}) {
+    const Decision d = g.decide(Operation::kExecute, line);
+    EXPECT_EQ(d.action, Action::kAllow) << line << ": " << d.source << " " << d.description;
+  }
+}
+
+TEST(Guard, JudgesEveryRedirectionAsTheFileToolsWould) {
+  Guard permissive = presetGuard("permissive");
+  Decision d = permissive.decide(Operation::kExecute, "while read l; do echo \"$l\"; done < .env");
+  EXPECT_EQ(d.action, Action::kDeny);
+  EXPECT_EQ(d.description,
+            "secrets are never read or written (the redirection < at line 1, column 34 reads "
+            "'.env')");
+  EXPECT_EQ(permissive.decide(Operation::kExecute, "echo x > /etc/passwd").action, Action::kDeny);
+  EXPECT_EQ(permissive.decide(Operation::kExecute, "echo x > src/../.env.local").action,
+            Action::kDeny);
+  EXPECT_EQ(permissive.decide(Operation::kExecute, "ls >/dev/null 2>&1").action, Action::kAllow);
+  // The command's working directory: `../.env` from `src` is the workspace's `.env`.
+  EXPECT_EQ(permissive.checkCommand("cat < ../.env", {}, "src", nullptr).code(),
+            Code::kPermissionDenied);
+  // Under default, writing asks, and what the user may grant for the session is the directory.
+  Guard def = presetGuard("default");
+  SessionGrants grants;
+  ScriptedApprover yes(Answer::kYesForSession, &grants);
+  EXPECT_TRUE(def.checkCommand("true > out/a.txt", {}, "", &yes).ok());
+  EXPECT_EQ(
+      yes.offered,
+      (std::vector<std::string>{"execute of commands matching 'true*'; write under 'out/**'"}));
+  EXPECT_EQ(def.decideCommand("true > out/b.txt", {}, &grants).action, Action::kAllow);
+  EXPECT_EQ(def.decideCommand("true > elsewhere.txt", {}, &grants).action, Action::kAsk);
+  // A path the rules deny is denied however it is reached.
+  EXPECT_EQ(def.decideCommand("f() { cat; }; f < id_rsa", {}).action, Action::kDeny);
+}
+
+TEST(Guard, RefusesWhatIsNotBashWithThePosition) {
+  Guard g = presetGuard("permissive");
+  const Status s = g.check(Operation::kExecute, "if true\nthen echo; done", nullptr);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  EXPECT_EQ(s.message(),
+            "execute denied for 'if true then echo; done': the line is not valid bash (line 2, "
+            "column 12: expected 'fi' but found 'done')");
+}
+
+TEST(Guard, DeniesAForkBombWhateverItsName) {
+  for (const char* preset : {"permissive", "default"}) {
+    Guard g = presetGuard(preset);
+    const Decision d = g.decide(Operation::kExecute, "bomb() { bomb | bomb & }; bomb");
+    EXPECT_EQ(d.action, Action::kDeny) << preset;
+    EXPECT_EQ(d.description,
+              "the function 'bomb' starts copies of itself in parallel, a fork bomb, which is "
+              "never allowed");
+  }
+  EXPECT_EQ(presetGuard("permissive").decide(Operation::kExecute, ": && true").action,
+            Action::kAllow);
+}
+
+TEST(Guard, FindsDeniedCommandsInsideEveryConstruct) {
+  Guard g = presetGuard("permissive");
+  for (const char* line :
+       {"if false; then rm -rf ~; fi", "f() { cat .env; }", "x=$(cat .env)",
+        "false && cat <<EOF\n$(rm -rf /)\nEOF", "while read l; do echo $l; done < .env",
+        "for f in a; do sudo rm -rf /; done", "case x in *) mkfs.ext4 /dev/sda1;; esac",
+        "echo ${x:-$(rm -rf ~)}", "diff <(cat .env) a", "eval 'rm -rf /'", "trap 'rm -rf ~' EXIT",
+        "bash -c 'f() { cat .env; }'", "[[ $(cat .env) ]]", "(( $(rm -rf /) ))", "echo `cat .env`",
+        "a=($(cat .env))", "coproc { cat .env; }", "time rm -rf /"}) {
+    EXPECT_EQ(g.decide(Operation::kExecute, line).action, Action::kDeny) << line;
+  }
 }
 
 TEST(Guard, DeniedMessageNamesOperationTargetAndReason) {
@@ -166,11 +250,11 @@ TEST(Guard, AYesForTheSessionCoversTheCommandAndItsSubcommand) {
   // "git commitx" is no "git commit".
   EXPECT_TRUE(g.check(Operation::kExecute, "git commitx", &once).ok());
   EXPECT_EQ(once.asked.size(), 2u);
-  // A line that cannot be split with certainty is asked about every time, with nothing to
+  // A line with something known only when it runs is asked about every time, with nothing to
   // remember.
   ScriptedApprover again(Answer::kYesForSession, &grants);
-  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -F <(echo msg)", &again).ok());
-  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -F - <<< msg", &again).ok());
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -q; $GIT commit", &again).ok());
+  EXPECT_TRUE(g.check(Operation::kExecute, "git commit -m `if`", &again).ok());
   EXPECT_EQ(again.asked.size(), 2u);
   EXPECT_EQ(again.offered, (std::vector<std::string>{"", ""}));
   // A variable that changes what runs is never covered.

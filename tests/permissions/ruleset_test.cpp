@@ -259,11 +259,13 @@ TEST(Presets, Permissive) {
   for (const char* cmd : {"rm -rf /", "rm -fr /", "rm -r -f /", "rm -rf /*", "rm -rf ~",
                           "rm -rf ~/", "rm --recursive --force /", "mkfs.ext4 /dev/sda1",
                           "mkfs /dev/sdb", "dd if=/dev/zero of=/dev/sda", "chmod -R 777 /",
-                          "shutdown -h now", "reboot", ":", "cp image.iso /dev/sdb"}) {
+                          "shutdown -h now", "reboot", "cp image.iso /dev/sdb"}) {
     EXPECT_EQ(rs.decide(Operation::kExecute, cmd).action, Action::kDeny) << cmd;
   }
   EXPECT_EQ(rs.decide(Operation::kExecute, "rm -rf build/").action, Action::kAllow);
   EXPECT_EQ(rs.decide(Operation::kExecute, "dd if=a of=b").action, Action::kAllow);
+  // `:` is a no-op; a fork bomb is known by its shape (Guard), not by its name.
+  EXPECT_EQ(rs.decide(Operation::kExecute, ":").action, Action::kAllow);
 }
 
 TEST(Presets, ReadonlyDeniesEveryChange) {
