@@ -75,8 +75,13 @@ class Parser {
  public:
   // `text` is parsed; positions are offsets in it plus `base`, or all `base` when `fixed` (the
   // text of a backtick substitution, whose escapes were removed).
-  Parser(std::string_view text, uint32_t base, bool fixed, int depth)
-      : in_(text), end_(text.size()), base_(base), fixed_(fixed), depth_(depth) {}
+  Parser(std::string_view text, uint32_t base, bool fixed, int depth, size_t& elements)
+      : in_(text),
+        end_(text.size()),
+        base_(base),
+        fixed_(fixed),
+        depth_(depth),
+        elements_(elements) {}
 
   ParseResult run() {
     ParseResult result;
@@ -92,6 +97,10 @@ class Parser {
   }
 
  private:
+  // How a word is read: as a command's, as a pattern in [[ ]] (extended globs), or as a regular
+  // expression after =~.
+  enum class WordMode { kNormal, kPattern, kRegex };
+
   // --- Positions and errors ---
 
   uint32_t at(size_t offset) const {
@@ -125,6 +134,13 @@ class Parser {
     }
   }
   void leave() { --depth_; }
+  // Counts a word, command or redirection against kMaxElements.
+  void count() {
+    if (++elements_ > kMaxElements) {
+      fail(pos_, "the line holds more than " + std::to_string(kMaxElements) +
+                     " words, commands and redirections, more than is judged");
+    }
+  }
 
   // --- The cursor ---
 
@@ -186,6 +202,7 @@ class Parser {
     pos_ += word.size();
   }
   bool atCaseEnd() const { return lookingAt(";;") || lookingAt(";&"); }
+  bool atProcessSubstitution() const { return (peek() == '<' || peek() == '>') && peek(1) == '('; }
 
   // Where a list ends: the end of the input, `)`, a case item's end or a closing keyword.
   bool atListEnd() const {
@@ -240,6 +257,7 @@ class Parser {
   }
 
   Node parsePipeline() {
+    count();
     Node pipeline = makeNode(Kind::kPipeline, at(pos_));
     while (true) {
       skipBlanks();
@@ -248,10 +266,7 @@ class Parser {
         pipeline.negated = !pipeline.negated;
         ++pos_;
       } else if (r == "time") {
-        pipeline.timed = true;
-        pos_ += 4;
-        skipBlanks();
-        if (lookingAt("-p") && (pos_ + 2 >= end_ || isMetaChar(peek(2)))) pos_ += 2;
+        skipTime(pipeline);
       } else {
         break;
       }
@@ -270,6 +285,7 @@ class Parser {
       if (peek() == '|' && peek(1) != '|') {
         pos_ += peek(1) == '&' ? 2 : 1;
         skipLinebreaks();
+        skipTime(pipeline);  // `a | time b` times b; `a | ! b` is an error
         continue;
       }
       break;
@@ -278,7 +294,17 @@ class Parser {
     return pipeline;
   }
 
+  void skipTime(Node& pipeline) {
+    skipBlanks();
+    if (peekReserved() != "time") return;
+    pipeline.timed = true;
+    pos_ += 4;
+    skipBlanks();
+    if (lookingAt("-p") && (pos_ + 2 >= end_ || isMetaChar(peek(2)))) pos_ += 2;
+  }
+
   Node parseCommand() {
+    count();
     skipBlanks();
     const bool process = (peek() == '<' || peek() == '>') && peek(1) == '(';
     if (atEnd() || atListEnd() ||
@@ -409,8 +435,13 @@ class Parser {
     if (keyword == "for" && lookingAt("((")) {
       node.kind = Kind::kArithFor;
       Word expr;
-      if (!tryArithmetic(pos_ + 2, expr))
+      const size_t start = pos_;
+      if (!tryArithmetic(pos_ + 2, expr)) {
         fail(pos_, "the arithmetic for loop's '((' is not closed");
+      }
+      if (topLevelSemicolons(expr.text) != 2) {
+        fail(start, "an arithmetic for loop needs three expressions: (( init; test; step ))");
+      }
       node.words.push_back(std::move(expr));
       skipBlanks();
       if (peek() == ';') ++pos_;
@@ -432,7 +463,9 @@ class Parser {
           skipComment();
           continue;
         }
-        if (isMetaChar(peek())) fail(pos_, "unexpected " + describeToken());
+        if (isMetaChar(peek()) && !atProcessSubstitution()) {
+          fail(pos_, "unexpected " + describeToken());
+        }
         node.words.push_back(readWord());
       }
       if (atEnd()) fail(pos_, "unexpected end of file");
@@ -593,7 +626,7 @@ class Parser {
       ++pos_;
       return;
     }
-    Word first = readCondWord(false);
+    Word first = readCondWord(WordMode::kNormal);
     if (first.isBare("!")) {
       condTerm(node);
       return;
@@ -607,7 +640,7 @@ class Parser {
                        describeToken());
       }
       node.words.push_back(std::move(first));
-      node.words.push_back(readCondWord(false));
+      node.words.push_back(readCondWord(WordMode::kNormal));
       return;
     }
     node.words.push_back(std::move(first));
@@ -615,7 +648,7 @@ class Parser {
     if (isMetaChar(peek()) && peek() != '<' && peek() != '>') {
       fail(pos_, "expected a conditional binary operator but found " + describeToken());
     }
-    Word op = readCondWord(false);
+    Word op = readCondWord(WordMode::kNormal);
     if (op.text != op.bare || !among(kCondBinary, op.text)) {
       fail(op.begin - base_, "expected a conditional binary operator but found '" + op.text + "'");
     }
@@ -623,14 +656,17 @@ class Parser {
     if (atEnd() || atCondEnd() || peek() == '\n') {
       fail(pos_, "the conditional operator " + op.text + " needs a second operand");
     }
-    const bool regex = op.text == "=~";
+    // Extended glob patterns are read on the right of a pattern match, as bash reads them.
+    WordMode mode = WordMode::kNormal;
+    if (op.text == "=~") mode = WordMode::kRegex;
+    if (op.text == "==" || op.text == "=" || op.text == "!=") mode = WordMode::kPattern;
     node.words.push_back(std::move(op));
-    node.words.push_back(readCondWord(regex));
+    node.words.push_back(readCondWord(mode));
   }
   // A word of a conditional expression: `<` and `>` are operators there, extended glob patterns
   // are read whole, and a regular expression after =~ may hold ( | < > and, inside parentheses,
   // blanks.
-  Word readCondWord(bool regex) {
+  Word readCondWord(WordMode mode) {
     if (peek() == '<' || peek() == '>') {
       Word w = makeWord(at(pos_));
       addChar(w, peek(), true);
@@ -638,7 +674,29 @@ class Parser {
       w.end = at(pos_);
       return w;
     }
-    return readWord(regex ? WordMode::kRegex : WordMode::kPattern);
+    return readWord(mode);
+  }
+
+  // The `;` of an arithmetic for loop's `((...))` outside quotes and parentheses.
+  static int topLevelSemicolons(std::string_view expr) {
+    int depth = 0;
+    int n = 0;
+    char quote = '\0';
+    for (size_t i = 2; i + 2 < expr.size(); ++i) {
+      const char c = expr[i];
+      if (quote != '\0') {
+        if (c == quote) quote = '\0';
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        --depth;
+      } else if (c == ';' && depth == 0) {
+        ++n;
+      }
+    }
+    return n;
   }
 
   // --- Simple commands, function definitions and redirections ---
@@ -651,6 +709,10 @@ class Parser {
     } else if (i < end_ && in_[i] == '{') {
       size_t j = i + 1;
       while (j < end_ && isNameChar(in_[j])) ++j;
+      if (j < end_ && in_[j] == '[' && j > i + 1) {  // {a[1]}>file
+        while (j < end_ && in_[j] != ']' && !isMetaChar(in_[j])) ++j;
+        if (j < end_ && in_[j] == ']') ++j;
+      }
       if (j > i + 1 && j < end_ && in_[j] == '}' && isNameStart(in_[i + 1])) i = j + 1;
     }
     if (i >= end_) return false;
@@ -749,7 +811,9 @@ class Parser {
         ++pos_;
         break;
       }
-      if (isMetaChar(peek())) fail(pos_, "in an array, unexpected " + describeToken());
+      if (isMetaChar(peek()) && !atProcessSubstitution()) {
+        fail(pos_, "in an array, unexpected " + describeToken());
+      }
       Word element = readWord();
       for (Node& n : element.nested) w.nested.push_back(std::move(n));
       w.substitutes = w.substitutes || element.substitutes;
@@ -770,9 +834,8 @@ class Parser {
 
   // --- Words ---
 
-  enum class WordMode { kNormal, kPattern, kRegex };
-
   Word readWord(WordMode mode = WordMode::kNormal) {
+    count();
     Word w = makeWord(at(pos_));
     int parens = 0;  // in a regular expression
     if ((peek() == '<' || peek() == '>') && peek(1) == '(') readProcessSubstitution(w);
@@ -959,9 +1022,15 @@ class Parser {
   }
 
   // The commands of `$( ... )`, from just after `$(` through the `)`.
+  // A heredoc pending outside is read after the substitution, at the first newline outside it;
+  // one opened inside must end inside.
   Node parseSubstitutionList(size_t start) {
     enter();
+    std::vector<Pending> outer = std::move(pending_);
+    pending_.clear();
     Node script = parseList();
+    readPendingHeredocs();
+    pending_ = std::move(outer);
     leave();
     if (peek() != ')') {
       if (atEnd()) fail(start, "the substitution $( is not closed");
@@ -987,7 +1056,10 @@ class Parser {
   bool tryArithmetic(size_t from, Word& expr) {
     const size_t saved = pos_;
     if (arith_failed_.count(saved) != 0) return false;
-    const size_t pending = pending_.size();
+    // Like a substitution, the expression does not end a line: heredocs pending outside it are
+    // read after it.
+    std::vector<Pending> outer = std::move(pending_);
+    pending_.clear();
     const int saved_depth = depth_;
     pos_ = from;
     int depth = 0;
@@ -1003,6 +1075,7 @@ class Parser {
             if (peek(1) != ')') break;
             pos_ += 2;
             leave();
+            pending_ = std::move(outer);
             expr.text = std::string(in_.substr(saved, pos_ - saved));
             expr.bare.assign(expr.text.size(), kNotBare);
             expr.expands = true;
@@ -1024,9 +1097,6 @@ class Parser {
           continue;
         } else if (c == '\\' && peek(1) == '\n') {
           ++pos_;
-        } else if (c == '\n') {
-          consumeNewline();
-          continue;
         }
         ++pos_;
       }
@@ -1036,7 +1106,7 @@ class Parser {
     }
     arith_failed_.insert(saved);
     pos_ = saved;
-    pending_.resize(pending);
+    pending_ = std::move(outer);
     expr = Word();
     return false;
   }
@@ -1206,7 +1276,7 @@ class Parser {
     w.substitutes = true;
     if (depth_ + 1 > kMaxDepth)
       fail(start, "nested more than " + std::to_string(kMaxDepth) + " levels deep");
-    ParseResult inner = Parser(script, at(start), true, depth_ + 1).run();
+    ParseResult inner = Parser(script, at(start), true, depth_ + 1, elements_).run();
     if (inner.error) {
       deferred_.push_back({at(start), "in the backtick substitution: " + inner.error->message});
     }
@@ -1229,6 +1299,7 @@ class Parser {
     pending_.clear();
     for (Pending& p : pending) {
       Heredoc& h = *p.heredoc;
+      h.word = Word();
       h.begin = at(pos_);
       const size_t body_start = pos_;
       size_t body_end = end_;
@@ -1290,6 +1361,7 @@ class Parser {
   uint32_t base_;
   bool fixed_;
   int depth_;
+  size_t& elements_;  // shared with the parsers of backtick substitutions
   std::vector<Pending> pending_;
   std::vector<SyntaxError> deferred_;
   // Where `((` or `$((` was tried as arithmetic and was not: never tried twice, so that nested
@@ -1299,7 +1371,10 @@ class Parser {
 
 }  // namespace
 
-ParseResult parseBash(std::string_view text) { return Parser(text, 0, false, 0).run(); }
+ParseResult parseBash(std::string_view text) {
+  size_t elements = 0;
+  return Parser(text, 0, false, 0, elements).run();
+}
 
 std::string describePosition(std::string_view text, uint32_t offset) {
   size_t line = 1;

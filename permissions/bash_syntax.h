@@ -15,6 +15,7 @@
 // a script until it is set). Parsing is linear in the input; nesting deeper than kMaxDepth is
 // refused rather than recursed into. parseBash is a pure function, safe from any thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +26,9 @@
 namespace byd::permissions::bash {
 
 inline constexpr int kMaxDepth = 100;
+// A line with more words, commands and redirections than this is refused: its tree would take
+// memory out of proportion to what any command line needs (a 100 KiB script holds ~20,000).
+inline constexpr size_t kMaxElements = 250000;
 
 // Stands in Word::bare for a character that was quoted or came from an expansion.
 inline constexpr char kNotBare = '\x01';

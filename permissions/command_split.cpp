@@ -245,6 +245,7 @@ class Analyzer {
   // shells, eval, trap, alias and find -exec run.
   void program(Words words, uint32_t offset, int depth, std::vector<std::string> assignments) {
     std::string unknown;
+    std::vector<std::string> via = via_;
     while (!words.empty()) {
       unknown = unknownName(words[0]);
       if (!unknown.empty()) break;
@@ -261,6 +262,7 @@ class Analyzer {
           assignments.push_back(words[i].text);
         }
       }
+      via.push_back(std::string(programName(words[0])));
       words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(*index));
       offset = words.front().begin;
     }
@@ -268,16 +270,18 @@ class Analyzer {
       // `PATH=./bin` alone changes what the next commands run.
       if (std::any_of(assignments.begin(), assignments.end(),
                       [](const std::string& a) { return changesWhatRuns(assignedName(a)); })) {
-        out_.commands.push_back({{}, std::move(assignments), offset, {}});
+        out_.commands.push_back({{}, std::move(assignments), offset, {}, std::move(via)});
       }
       return;
     }
     if (unknown.empty()) {
+      via_.swap(via);
       Inner inner = innerScripts(words, offset, depth);
+      via_.swap(via);
       if (inner.replaced) return;
       unknown = std::move(inner.unknown);
     }
-    SimpleCommand command{{}, std::move(assignments), offset, std::move(unknown)};
+    SimpleCommand command{{}, std::move(assignments), offset, std::move(unknown), std::move(via)};
     for (Word& w : words) command.words.push_back(std::move(w.text));
     out_.commands.push_back(std::move(command));
   }
@@ -307,7 +311,9 @@ class Analyzer {
   }
 
   // Parses `text`, a script the line passes to something that runs it.
-  std::string parseInner(std::string_view text, uint32_t offset, int depth, std::string_view what) {
+  // `runner` is what runs it (bash, eval, trap, alias), `what` names it in messages.
+  std::string parseInner(std::string_view text, uint32_t offset, int depth, std::string_view what,
+                         std::string_view runner) {
     if (depth + 1 > kMaxScriptDepth) {
       return std::string(what) + " is nested in more than " + std::to_string(kMaxScriptDepth) +
              " scripts";
@@ -319,7 +325,9 @@ class Analyzer {
              ")";
     }
     relocate(parsed.script, offset);
+    via_.push_back(std::string(runner));
     script(parsed, depth + 1);
+    via_.pop_back();
     return {};
   }
 
@@ -367,7 +375,8 @@ class Analyzer {
     script = true;
     if (i >= words.size()) return "the shell's -c has no script";
     if (words[i].expands) return "the script of -c, " + quoted(words[i].text) + ", is an expansion";
-    return parseInner(words[i].text, words[i].begin, depth, "the script of -c");
+    return parseInner(words[i].text, words[i].begin, depth, "the script of -c",
+                      programName(words[0]));
   }
 
   std::string evalScript(const Words& words, uint32_t offset, int depth) {
@@ -377,7 +386,7 @@ class Analyzer {
       if (i > 1) text += ' ';
       text += words[i].text;
     }
-    return parseInner(text, offset, depth, "eval's script");
+    return parseInner(text, offset, depth, "eval's script", "eval");
   }
 
   std::string trapScript(const Words& words, int depth) {
@@ -393,7 +402,7 @@ class Analyzer {
     // `trap SIG` alone resets; `trap - SIG` and `trap '' SIG` run nothing.
     if (i + 1 >= words.size() || words[i].text == "-" || words[i].text.empty()) return {};
     if (words[i].expands) return "trap runs " + quoted(words[i].text) + ", an expansion";
-    return parseInner(words[i].text, words[i].begin, depth, "trap's script");
+    return parseInner(words[i].text, words[i].begin, depth, "trap's script", "trap");
   }
 
   // `alias ll='ls -l'`: where aliases are expanded, the value runs as a command.
@@ -402,8 +411,8 @@ class Analyzer {
       const size_t eq = words[i].text.find('=');
       if (eq == kNpos || eq == 0) continue;
       if (words[i].expands) return "an alias is " + quoted(words[i].text) + ", an expansion";
-      std::string why =
-          parseInner(std::string_view(words[i].text).substr(eq + 1), offset, depth, "an alias");
+      std::string why = parseInner(std::string_view(words[i].text).substr(eq + 1), offset, depth,
+                                   "an alias", "alias");
       if (!why.empty()) return why;
     }
     return {};
@@ -420,7 +429,7 @@ class Analyzer {
       if (!inner.empty()) {
         const uint32_t at = inner.front().begin;
         if (inner[0].text.find("{}") != kNpos) {
-          out_.commands.push_back({{inner[0].text}, {}, at, "find runs the files it finds"});
+          out_.commands.push_back({{inner[0].text}, {}, at, "find runs the files it finds", via_});
         } else {
           program(std::move(inner), at, depth + 1, {});
         }
@@ -457,6 +466,8 @@ class Analyzer {
   }
 
   SplitResult& out_;
+  // The wrappers and shells the command being read runs through (SimpleCommand::via).
+  std::vector<std::string> via_;
 };
 
 }  // namespace

@@ -36,6 +36,9 @@ struct SimpleCommand {
   // Why what it runs is known only when the line runs ("its name '$CMD' is an expansion");
   // empty when its name is a literal word.
   std::string unknown;
+  // The wrappers and shells it runs through, outermost first: {"sudo", "env"} for
+  // `sudo env make`, {"bash"} for `make` in `bash -c make`.
+  std::vector<std::string> via;
 
   // The words joined by single spaces: what permission rules are matched against.
   std::string text() const;

@@ -153,12 +153,15 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
       return d;
     }
     if (!command.unknown.empty()) {
-      // Deny rules matched its text; nothing else can be said of it before it runs.
-      ask({Action::kAsk, "what it runs is known only when the line runs",
-           "'" + shorten(command.text()) + "' (" + bash::describePosition(line, command.offset) +
-               "): " + command.unknown,
-           ""},
-          std::nullopt);
+      // Deny rules matched its text; nothing else can be said of it before it runs. (Only the
+      // first ask is shown, so only its position is worked out.)
+      all_offered = false;
+      if (combined.action == Action::kAllow) {
+        combined = {Action::kAsk, "what it runs is known only when the line runs",
+                    "'" + shorten(command.text()) + "' (" +
+                        bash::describePosition(line, command.offset) + "): " + command.unknown,
+                    ""};
+      }
       continue;
     }
     if (d.action != Action::kAsk) continue;
@@ -177,11 +180,12 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     for (const Operation op : {Operation::kRead, Operation::kWrite}) {
       if ((op == Operation::kWrite) != file.write && !(file.op == "<>")) continue;
       Decision d = rules_.decide(op, key);
-      const std::string where =
-          "the redirection " + file.op + " at " + bash::describePosition(line, file.offset) + " " +
-          (op == Operation::kWrite ? "writes " : "reads ") + displayTarget(key);
+      const auto where = [&] {
+        return "the redirection " + file.op + " at " + bash::describePosition(line, file.offset) +
+               (op == Operation::kWrite ? " writes " : " reads ") + displayTarget(key);
+      };
       if (d.action == Action::kDeny) {
-        d.description = reasonOf(d) + " (" + where + ")";
+        d.description = reasonOf(d) + " (" + where() + ")";
         return d;
       }
       if (d.action != Action::kAsk) continue;
@@ -190,7 +194,7 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
                      operationName(op), displayTarget(key));
         continue;
       }
-      d.description = reasonOf(d) + " (" + where + ")";
+      if (combined.action == Action::kAllow) d.description = reasonOf(d) + " (" + where() + ")";
       ask(d, SessionGrant::forTarget(op, key));
     }
   }

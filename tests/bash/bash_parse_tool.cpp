@@ -1,5 +1,6 @@
 // Reads JSON lines {"src": "..."} on stdin and writes, for each, what the permission rules see of
-// it: {"ok": true, "commands": [{"words": [...], "offset": N, "unknown": "..."}], "files":
+// it: {"ok": true, "commands": [{"words": [...], "offset": N, "unknown": "...", "via":
+// ["sudo"]}], "files":
 // [{"access": "read"|"write", "path": "...", "offset": N}], "certain": bool} or {"ok": false,
 // "error": "line L, column C: ..."}. tests/bash/differential.py compares it with bash itself.
 
@@ -27,6 +28,7 @@ int main() {
       for (const SimpleCommand& c : r.commands) {
         json one = {{"words", c.words}, {"offset", c.offset}};
         if (!c.unknown.empty()) one["unknown"] = c.unknown;
+        if (!c.via.empty()) one["via"] = c.via;
         commands.push_back(std::move(one));
       }
       json files = json::array();

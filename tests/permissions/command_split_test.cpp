@@ -110,6 +110,10 @@ const CertainCase kConstructs[] = {
     {"cat <<A <<'B'\n$(one)\nA\n$(two)\nB", {"one", "cat"}},
     {"x=$(cat <<E\n)\nE\n); echo \"$x\"", {"cat", "echo $x"}},
     {"tr a-z A-Z <<< \"$s\"", {"tr a-z A-Z"}},
+    // A heredoc's body starts after the line's first newline outside substitutions and
+    // arithmetic (a case the fuzzer found).
+    {"cat <<E; echo $((1 +\n2)) $(echo a\necho b)\nbody $(date)\nE\necho done",
+     {"date", "cat", "echo a", "echo b", "echo $((1 +\n2)) $(...)", "echo done"}},
     {"for i in 1 2 3; do echo $i; done", {"echo $i"}},
     {"for ((i=0; i<$(nproc); i++)); do make -j$i; done", {"nproc", "make -j$i"}},
     {"for f; do rm \"$f\"; done", {"rm $f"}},
