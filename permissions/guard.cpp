@@ -281,6 +281,9 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
     return permissionDenied(std::string(operationName(op)) + " denied for " +
                             displayTarget(target) + ": " + reasonOf(d));
   }
+  // What asks, and why: "what it runs is known only when the line runs: '$CMD x' (line 1,
+  // column 1): its name '$CMD' is an expansion".
+  const std::string why = d.source + (d.description.empty() ? "" : ": " + d.description);
   Question question{op, shown, d, {}};
   for (const SessionGrant& grant : offer) question.remember.push_back(grant.describe());
   Result<Answer> answer =
@@ -293,14 +296,14 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
       for (const SessionGrant& grant : offer) approver->grants()->add(grant);
     }
     if (yes) return okStatus();
-    return permissionDenied(subject + " needs approval (" + d.source + ") and the user declined");
+    return permissionDenied(subject + " needs approval (" + why + ") and the user declined");
   }
   if (fallback_ == AskFallback::kAllow) {
     spdlog::warn("permission: {} allowed by --ask-fallback allow ({})", subject,
                  answer.status().message());
     return okStatus();
   }
-  return permissionDenied(subject + " needs approval (" + d.source +
+  return permissionDenied(subject + " needs approval (" + why +
                           ") and none was given: " + answer.status().message());
 }
 

@@ -32,7 +32,6 @@ TEST(EnvPolicy, NamesThatChangeWhatRuns) {
                            "SHELLOPTS",
                            "BASHOPTS",
                            "PS4",
-                           "IFS",
                            "PATH",
                            "BASH_FUNC_f%%",
                            "LD_PRELOAD",
@@ -87,11 +86,14 @@ TEST(EnvPolicy, AssignmentsInTheLineAreJudgedToo) {
   const Guard g = echoAndGitStatus();
   for (const char* line :
        {"BASH_ENV='$(touch pwned)' echo hello", "env LD_PRELOAD=/tmp/x.so echo hello",
-        "PATH=./bin:$PATH git status", "IFS=/ ; echo hello", "export PATH=./bin; git status",
+        "PATH=./bin:$PATH git status", "CDPATH=/ ; echo hello", "export PATH=./bin; git status",
         "declare -x BASH_ENV=x; echo hello", "echo hello; GIT_SSH_COMMAND=x git status"}) {
     EXPECT_EQ(g.decideCommand(line, {}).action, Action::kDeny) << line;
   }
   EXPECT_EQ(g.decideCommand("DEBUG=1 echo hello", {}).action, Action::kAllow);
+  // IFS splits expansions only, and shells reset it at start.
+  EXPECT_FALSE(changesWhatRuns("IFS"));
+  EXPECT_EQ(g.decideCommand("IFS=, echo hello", {}).action, Action::kAllow);
 }
 
 TEST(EnvPolicy, EvenPermissiveNeedsARuleThatNamesTheVariable) {
