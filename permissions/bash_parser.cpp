@@ -20,10 +20,6 @@ struct Fail {
   SyntaxError error;
 };
 
-constexpr std::string_view kReservedWords[] = {
-    "!",   "{",  "}",  "case",   "coproc", "do",   "done",  "elif",  "else",     "esac", "fi",
-    "for", "if", "in", "select", "then",   "time", "until", "while", "function", "[[",   "]]"};
-
 // Reserved words that end a list rather than start a command.
 constexpr std::string_view kListEnds[] = {"}",  "then", "elif", "else", "fi",
                                           "do", "done", "esac", "in"};
@@ -41,13 +37,44 @@ bool among(const std::string_view (&list)[N], std::string_view s) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
+// Character classes, looked up for every character read.
+constexpr uint8_t kMeta = 1;     // ends an unquoted word: blank, newline, ; & | ( ) < >
+constexpr uint8_t kSpecial = 2;  // starts a quote, escape or expansion in a word: \ ' " $ `
+constexpr std::array<uint8_t, 256> kClasses = [] {
+  std::array<uint8_t, 256> t{};
+  for (unsigned char c : std::string_view(" \t\n;&|()<>")) t[c] = kMeta;
+  for (unsigned char c : std::string_view("\\'\"$`")) t[c] = kSpecial;
+  return t;
+}();
+
 bool isBlank(char c) { return c == ' ' || c == '\t'; }
-bool isMetaChar(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' ||
-         c == ')' || c == '<' || c == '>';
+bool isMetaChar(char c) { return kClasses[static_cast<unsigned char>(c)] == kMeta; }
+// Neither a metacharacter nor the start of a quote, escape or expansion.
+bool isPlain(char c) { return kClasses[static_cast<unsigned char>(c)] == 0; }
+bool isNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9'); }
+
+bool isReservedWord(std::string_view w) {
+  switch (w.size()) {
+    case 1:
+      return w == "!" || w == "{" || w == "}";
+    case 2:
+      return w == "do" || w == "fi" || w == "if" || w == "in" || w == "[[" || w == "]]";
+    case 3:
+      return w == "for";
+    case 4:
+      return w == "case" || w == "done" || w == "elif" || w == "else" || w == "esac" ||
+             w == "then" || w == "time";
+    case 5:
+      return w == "until" || w == "while";
+    case 6:
+      return w == "coproc" || w == "select";
+    case 8:
+      return w == "function";
+    default:
+      return false;
+  }
 }
-bool isNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool isNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 Node makeNode(Kind kind, uint32_t begin) {
   Node n;
@@ -93,6 +120,7 @@ class Parser {
       result.error = f.error;
     }
     result.deferred = std::move(deferred_);
+    result.functions = functions_;
     return result;
   }
 
@@ -146,7 +174,13 @@ class Parser {
 
   bool atEnd() const { return pos_ >= end_; }
   char peek(size_t ahead = 0) const { return pos_ + ahead < end_ ? in_[pos_ + ahead] : '\0'; }
-  bool lookingAt(std::string_view s) const { return in_.substr(pos_, end_ - pos_).starts_with(s); }
+  bool lookingAt(std::string_view s) const {
+    if (end_ - pos_ < s.size()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (in_[pos_ + i] != s[i]) return false;
+    }
+    return true;
+  }
 
   void skipBlanks() {
     while (!atEnd()) {
@@ -178,21 +212,24 @@ class Parser {
 
   // The reserved word at the cursor, if the next word is one (unquoted, ending at a
   // metacharacter), else empty.
+  // Asked several times at each command's start, so the last answer is kept.
   std::string_view peekReserved() const {
+    if (reserved_at_ == pos_ && reserved_end_ == end_) return reserved_;
+    reserved_at_ = pos_;
+    reserved_end_ = end_;
+    reserved_ = findReserved();
+    return reserved_;
+  }
+  std::string_view findReserved() const {
+    // Every reserved word starts with one of these.
+    if (atEnd() || std::strchr("!{}cdefistuw[]", peek()) == nullptr || peek() == '\0') return {};
     size_t n = 0;
-    while (pos_ + n < end_) {
-      const char c = in_[pos_ + n];
-      if (isMetaChar(c) || c == '\'' || c == '"' || c == '\\' || c == '$' || c == '`') break;
-      ++n;
-      if (n > 8) return {};
+    while (pos_ + n < end_ && isPlain(in_[pos_ + n])) {
+      if (++n > 8) return {};
     }
-    if (n == 0) return {};
-    if (pos_ + n < end_) {
-      const char c = in_[pos_ + n];
-      if (!isMetaChar(c)) return {};
-    }
+    if (pos_ + n < end_ && !isMetaChar(in_[pos_ + n])) return {};
     const std::string_view word = in_.substr(pos_, n);
-    return among(kReservedWords, word) ? word : std::string_view();
+    return isReservedWord(word) ? word : std::string_view();
   }
   void expectReserved(std::string_view word) {
     skipLinebreaks();
@@ -223,7 +260,7 @@ class Parser {
       if (peek() == '#') skipComment();
       const char c = peek();
       if (lookingAt("&&") || lookingAt("||")) {
-        pipeline.op = std::string(in_.substr(pos_, 2));
+        pipeline.op = peek() == '&' ? "&&" : "||";
         pos_ += 2;
         skipLinebreaks();
         if (atListEnd()) fail(pos_, "unexpected " + describeToken());
@@ -291,6 +328,10 @@ class Parser {
       break;
     }
     pipeline.end = at(pos_);
+    // A pipeline of one command, without `!` or `time`, is that command.
+    if (pipeline.children.size() == 1 && !pipeline.negated && !pipeline.timed) {
+      return std::move(pipeline.children.front());
+    }
     return pipeline;
   }
 
@@ -513,7 +554,7 @@ class Parser {
       item.end = at(pos_);
       if (atCaseEnd()) {
         const size_t n = lookingAt(";;&") ? 3 : 2;
-        item.op = std::string(in_.substr(pos_, n));
+        item.op = n == 3 ? ";;&" : peek(1) == '&' ? ";&" : ";;";
         pos_ += n;
         node.children.push_back(std::move(item));
         continue;
@@ -548,6 +589,7 @@ class Parser {
     if (!atCompoundStart()) {
       fail(pos_, "expected the function's body (a compound command) but found " + describeToken());
     }
+    functions_ = true;
     Node node = makeNode(Kind::kFunction, at(start));
     node.name = std::move(name.text);
     node.words.push_back(std::move(name));
@@ -755,6 +797,7 @@ class Parser {
   Node parseSimple() {
     const size_t start = pos_;
     Node node = makeNode(Kind::kSimple, at(pos_));
+    node.words.reserve(4);
     while (true) {
       skipBlanks();
       if (atEnd()) break;
@@ -840,6 +883,16 @@ class Parser {
     int parens = 0;  // in a regular expression
     if ((peek() == '<' || peek() == '>') && peek(1) == '(') readProcessSubstitution(w);
     while (!atEnd()) {
+      // Plain characters in one go: most words are nothing else.
+      size_t run = pos_;
+      while (run < end_ && isPlain(in_[run]) && (parens == 0 || in_[run] != '\n')) ++run;
+      if (run > pos_) {
+        const std::string_view plain = in_.substr(pos_, run - pos_);
+        w.text += plain;
+        w.bare += plain;
+        pos_ = run;
+        continue;
+      }
       const char c = peek();
       if (c == '\\') {
         if (peek(1) == '\n') {
@@ -1281,6 +1334,7 @@ class Parser {
       deferred_.push_back({at(start), "in the backtick substitution: " + inner.error->message});
     }
     for (SyntaxError& e : inner.deferred) deferred_.push_back(std::move(e));
+    functions_ = functions_ || inner.functions;
     w.nested.push_back(std::move(inner.script));
   }
 
@@ -1362,6 +1416,10 @@ class Parser {
   bool fixed_;
   int depth_;
   size_t& elements_;  // shared with the parsers of backtick substitutions
+  bool functions_ = false;
+  mutable size_t reserved_at_ = std::string_view::npos;  // peekReserved's last answer
+  mutable size_t reserved_end_ = 0;
+  mutable std::string_view reserved_;
   std::vector<Pending> pending_;
   std::vector<SyntaxError> deferred_;
   // Where `((` or `$((` was tried as arithmetic and was not: never tried twice, so that nested

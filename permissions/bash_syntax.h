@@ -75,7 +75,8 @@ struct Redirect {
 };
 
 enum class Kind : uint8_t {
-  kList,      // children: pipelines, each with the operator after it in `op`
+  kList,      // children: pipelines, each with the operator after it in `op` (a pipeline of one
+              // command, without `!` or `time`, is that command)
   kPipeline,  // children: commands; `negated` for `!`, `timed` for `time`
   kSimple,    // words, assignments, redirects
   kSubshell,  // ( list ): children[0]
@@ -103,7 +104,9 @@ struct Node {
   std::vector<Word> assignments;  // kSimple: NAME=value words before the command
   std::vector<Redirect> redirects;
   std::string name;
-  std::string op;  // in a list: ";", "&", "&&", "||", "\n" or empty (the last)
+  // In a list: ";", "&", "&&", "||", "\n" or empty (the last); in a case item: ";;", ";&",
+  // ";;&" or empty. Always a string literal.
+  std::string_view op;
   bool negated = false;
   bool timed = false;
 };
@@ -119,6 +122,7 @@ struct ParseResult {
   // Errors in text that bash parses only when it runs it (a backtick substitution, a heredoc
   // body's substitutions): `bash -n` accepts the line, but what that text runs is unknown.
   std::vector<SyntaxError> deferred;
+  bool functions = false;  // whether it defines a function
 };
 
 ParseResult parseBash(std::string_view text);

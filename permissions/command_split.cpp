@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "permissions/env_policy.h"
@@ -12,7 +13,8 @@ namespace {
 using bash::Kind;
 using bash::Node;
 using bash::Word;
-using Words = std::vector<Word>;
+// The words of a command, or a part of them.
+using Words = std::span<const Word>;
 
 constexpr size_t kNpos = std::string_view::npos;
 // How deep scripts inside scripts (`sh -c "eval '...'"`) are followed.
@@ -155,6 +157,25 @@ const WrapperSpec* findWrapper(const Words& words) {
   return nullptr;
 }
 
+// Whether a program may run another command or script from its arguments: a wrapper, a shell,
+// eval, trap, alias or find. Most commands are none of these, and are reported as they are.
+bool mayRunOthers(std::string_view name) {
+  static constexpr std::string_view kOthers[] = {"sh",   "bash", "dash",  "zsh", "ksh",
+                                                 "eval", "trap", "alias", "find"};
+  // Their names are 2 to 7 bytes long and start with one of these.
+  if (name.size() < 2 || name.size() > 7 ||
+      std::string_view("bsdzkeatfcnx").find(name[0]) == kNpos) {
+    return false;
+  }
+  for (std::string_view other : kOthers) {
+    if (other == name) return true;
+  }
+  for (const WrapperSpec& spec : kWrappers) {
+    if (spec.name == name) return true;
+  }
+  return false;
+}
+
 // Why a command word's value is known only when the line runs, or empty.
 std::string unknownName(const Word& w) {
   if (w.substitutes) return "its name " + quoted(w.text) + " comes from a command's output";
@@ -174,7 +195,7 @@ class Analyzer {
 
   void script(const bash::ParseResult& parsed, int depth) {
     for (const bash::SyntaxError& e : parsed.deferred) uncertain(e.message);
-    findForkBomb(parsed.script);
+    if (parsed.functions) findForkBomb(parsed.script);
     node(parsed.script, depth);
   }
 
@@ -248,7 +269,7 @@ class Analyzer {
     std::vector<std::string> via = via_;
     while (!words.empty()) {
       unknown = unknownName(words[0]);
-      if (!unknown.empty()) break;
+      if (!unknown.empty() || !mayRunOthers(programName(words[0]))) break;
       const WrapperSpec* spec = findWrapper(words);
       if (spec == nullptr) break;
       const std::optional<size_t> index = wrappedCommandIndex(words, *spec);
@@ -263,7 +284,7 @@ class Analyzer {
         }
       }
       via.push_back(std::string(programName(words[0])));
-      words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(*index));
+      words = words.subspan(*index);
       offset = words.front().begin;
     }
     if (words.empty()) {
@@ -274,7 +295,7 @@ class Analyzer {
       }
       return;
     }
-    if (unknown.empty()) {
+    if (unknown.empty() && mayRunOthers(programName(words[0]))) {
       via_.swap(via);
       Inner inner = innerScripts(words, offset, depth);
       via_.swap(via);
@@ -282,7 +303,8 @@ class Analyzer {
       unknown = std::move(inner.unknown);
     }
     SimpleCommand command{{}, std::move(assignments), offset, std::move(unknown), std::move(via)};
-    for (Word& w : words) command.words.push_back(std::move(w.text));
+    command.words.reserve(words.size());
+    for (const Word& w : words) command.words.push_back(w.text);
     out_.commands.push_back(std::move(command));
   }
 
@@ -424,14 +446,13 @@ class Analyzer {
       if (!listHas("-exec -execdir -ok -okdir", words[i].text)) continue;
       size_t end = i + 1;
       while (end < words.size() && words[end].text != ";" && words[end].text != "+") ++end;
-      Words inner(words.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                  words.begin() + static_cast<std::ptrdiff_t>(end));
+      const Words inner = words.subspan(i + 1, end - i - 1);
       if (!inner.empty()) {
         const uint32_t at = inner.front().begin;
         if (inner[0].text.find("{}") != kNpos) {
           out_.commands.push_back({{inner[0].text}, {}, at, "find runs the files it finds", via_});
         } else {
-          program(std::move(inner), at, depth + 1, {});
+          program(inner, at, depth + 1, {});
         }
       }
       i = end;

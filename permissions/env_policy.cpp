@@ -12,8 +12,8 @@ constexpr std::string_view kNames[] = {
     // Shells: start-up files, hooks run before each prompt or command, options. (Not IFS:
     // shells reset it at start, and within a line it splits only expansions, and a command
     // whose name is an expansion is judged unknown whatever IFS is.)
-    "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS4", "PATH", "HOME",
-    "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "ZDOTDIR", "INPUTRC", "BASH_LOADABLES_PATH",
+    "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS4", "PATH", "HOME", "CDPATH",
+    "GLOBIGNORE", "BASH_XTRACEFD", "ZDOTDIR", "INPUTRC", "BASH_LOADABLES_PATH",
     // The C library: character-set and locale modules it loads.
     "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF",
     // git: configuration, hooks, helpers it runs, the repository it works on.
