@@ -88,14 +88,39 @@ Word makeWord(uint32_t begin) {
   return w;
 }
 
+// The mask is made when the first character that is not literal comes.
+void notLiteral(Word& w) {
+  if (!w.literal) return;
+  w.literal = false;
+  w.mask = w.text;
+}
 void addChar(Word& w, char c, bool literal) {
+  if (!literal) notLiteral(w);
   w.text += c;
-  w.bare += literal ? c : kNotBare;
+  if (!w.literal) w.mask += literal ? c : kNotBare;
+}
+void addLiteral(Word& w, std::string_view s) {
+  w.text += s;
+  if (!w.literal) w.mask += s;
+}
+void addQuoted(Word& w, std::string_view s) {
+  notLiteral(w);
+  w.text += s;
+  w.mask.append(s.size(), kNotBare);
 }
 void addExpansion(Word& w, std::string_view s) {
+  notLiteral(w);
   w.text += s;
-  w.bare.append(s.size(), kNotBare);
+  w.mask.append(s.size(), kNotBare);
   w.expands = true;
+}
+void addWord(Word& w, Word& part) {
+  if (!part.literal) notLiteral(w);
+  w.text += part.text;
+  if (!w.literal) w.mask += part.bare();
+  w.expands = w.expands || part.expands;
+  w.substitutes = w.substitutes || part.substitutes;
+  for (Node& n : part.nested) w.nested.push_back(std::move(n));
 }
 
 class Parser {
@@ -609,7 +634,7 @@ class Parser {
       const size_t saved = pos_;
       const Word name = atEnd() || isMetaChar(peek()) ? Word() : readWord();
       skipBlanks();
-      if (isName(name.text) && name.text == name.bare && atCompoundStart()) {
+      if (isName(name.text) && name.literal && atCompoundStart()) {
         node.name = name.text;
       } else {
         pos_ = saved;
@@ -676,7 +701,7 @@ class Parser {
     skipBlanks();
     const bool operand_follows = !atEnd() && !atCondEnd() && !lookingAt("&&") && !lookingAt("||") &&
                                  peek() != ')' && peek() != '\n';
-    if (first.text == first.bare && among(kCondUnary, first.text)) {
+    if (first.literal && among(kCondUnary, first.text)) {
       if (!operand_follows) {
         fail(pos_, "the conditional operator " + first.text + " needs an operand, but found " +
                        describeToken());
@@ -691,7 +716,7 @@ class Parser {
       fail(pos_, "expected a conditional binary operator but found " + describeToken());
     }
     Word op = readCondWord(WordMode::kNormal);
-    if (op.text != op.bare || !among(kCondBinary, op.text)) {
+    if (!op.literal || !among(kCondBinary, op.text)) {
       fail(op.begin - base_, "expected a conditional binary operator but found '" + op.text + "'");
     }
     skipBlanks();
@@ -797,7 +822,7 @@ class Parser {
   Node parseSimple() {
     const size_t start = pos_;
     Node node = makeNode(Kind::kSimple, at(pos_));
-    node.words.reserve(4);
+    node.words.reserve(2);
     while (true) {
       skipBlanks();
       if (atEnd()) break;
@@ -840,7 +865,7 @@ class Parser {
                isAssignmentWord(node.words.back())) {
       w = &node.words.back();
     }
-    return w != nullptr && w->end == at(pos_) && w->text.ends_with('=') && w->bare.ends_with('=');
+    return w != nullptr && w->end == at(pos_) && w->text.ends_with('=') && w->bare().ends_with('=');
   }
 
   void readArrayValue(Word& w) {
@@ -888,8 +913,7 @@ class Parser {
       while (run < end_ && isPlain(in_[run]) && (parens == 0 || in_[run] != '\n')) ++run;
       if (run > pos_) {
         const std::string_view plain = in_.substr(pos_, run - pos_);
-        w.text += plain;
-        w.bare += plain;
+        addLiteral(w, plain);
         pos_ = run;
         continue;
       }
@@ -928,7 +952,7 @@ class Parser {
         addChar(w, c, true);
         ++pos_;
       } else if (mode != WordMode::kNormal && c == '(' && !w.text.empty() &&
-                 std::strchr("?*+@!", w.text.back()) != nullptr && w.bare.back() != kNotBare) {
+                 std::strchr("?*+@!", w.text.back()) != nullptr && w.bare().back() != kNotBare) {
         readExtglob(w);
       } else if (isMetaChar(c)) {
         break;
@@ -956,11 +980,7 @@ class Parser {
         }
       } else if (c == '\\' || c == '\'' || c == '"' || c == '$' || c == '`') {
         Word part = readWordPart();
-        w.text += part.text;
-        w.bare += part.bare;
-        w.expands = w.expands || part.expands;
-        w.substitutes = w.substitutes || part.substitutes;
-        for (Node& n : part.nested) w.nested.push_back(std::move(n));
+        addWord(w, part);
         continue;
       } else if (c == '\n' || c == ';' || c == '&') {
         fail(pos_, "the pattern's '(' is not closed");
@@ -995,7 +1015,7 @@ class Parser {
     if (close == std::string_view::npos || close >= end_) {
       fail(start, "the quote ' is not closed");
     }
-    for (size_t i = pos_; i < close; ++i) addChar(w, in_[i], false);
+    addQuoted(w, in_.substr(pos_, close - pos_));
     w.quoted = true;
     pos_ = close + 1;
   }
@@ -1018,8 +1038,13 @@ class Parser {
       } else if (c == '`') {
         readBacktick(w, true);
       } else {
-        addChar(w, c, false);
-        ++pos_;
+        size_t run = pos_ + 1;  // quoted characters in one go
+        while (run < end_ && in_[run] != '"' && in_[run] != '\\' && in_[run] != '$' &&
+               in_[run] != '`') {
+          ++run;
+        }
+        addQuoted(w, in_.substr(pos_, run - pos_));
+        pos_ = run;
       }
     }
   }
@@ -1130,7 +1155,8 @@ class Parser {
             leave();
             pending_ = std::move(outer);
             expr.text = std::string(in_.substr(saved, pos_ - saved));
-            expr.bare.assign(expr.text.size(), kNotBare);
+            expr.literal = false;
+            expr.mask.assign(expr.text.size(), kNotBare);
             expr.expands = true;
             expr.end = at(pos_);
             return true;
@@ -1451,7 +1477,7 @@ bool isName(std::string_view s) {
 }
 
 bool isAssignmentWord(const Word& w) {
-  const std::string& b = w.bare;
+  const std::string_view b = w.bare();
   if (b.empty() || !isNameStart(b[0])) return false;
   size_t i = 1;
   while (i < b.size() && isNameChar(b[i])) ++i;

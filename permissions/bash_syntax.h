@@ -43,16 +43,21 @@ struct Word {
   uint32_t begin = 0;  // byte offsets in the parsed text
   uint32_t end = 0;
   std::string text;
-  // As long as `text`: each character that was unquoted literal text, kNotBare otherwise, since
-  // bash recognises keywords, assignments, globs and brace expansions only in unquoted text.
-  std::string bare;
+  // Whether every character of `text` was unquoted literal text: bash recognises keywords,
+  // assignments, globs and brace expansions only there.
+  bool literal = true;
+  // When it is not: as long as `text`, each character that was unquoted literal text, and
+  // kNotBare for the others (bare() reads it).
+  std::string mask;
   bool expands = false;      // its value is not known before it runs ($x, ${x}, substitutions)
   bool substitutes = false;  // it runs commands: $( ), backticks, <( ), >( )
   bool quoted = false;       // some part of it was quoted (what makes a heredoc literal)
   // The scripts that run while the word expands (kList nodes), in order.
   std::vector<Node> nested;
 
-  bool isBare(std::string_view s) const { return text == s && bare == s; }
+  // `text` with kNotBare for every character that was not unquoted literal text.
+  std::string_view bare() const { return literal ? std::string_view(text) : mask; }
+  bool isBare(std::string_view s) const { return literal && text == s; }
 };
 
 // A heredoc's body, read from the lines after the one that holds its operator.

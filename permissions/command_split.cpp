@@ -180,8 +180,8 @@ bool mayRunOthers(std::string_view name) {
 std::string unknownName(const Word& w) {
   if (w.substitutes) return "its name " + quoted(w.text) + " comes from a command's output";
   if (w.expands) return "its name " + quoted(w.text) + " is an expansion";
-  if (bash::hasGlob(w.bare)) return "its name " + quoted(w.text) + " is a glob pattern";
-  if (bash::hasBraceExpansion(w.bare)) {
+  if (bash::hasGlob(w.bare())) return "its name " + quoted(w.text) + " is a glob pattern";
+  if (bash::hasBraceExpansion(w.bare())) {
     return "its name " + quoted(w.text) + " is a brace expansion";
   }
   return {};
@@ -236,7 +236,7 @@ class Analyzer {
     if (r.op == "<<<") return;
     const Word& t = r.target;
     if (t.substitutes && t.text == bash::kSubstitution) return;  // <(...) or >(...)
-    const bool bare = t.text == t.bare;
+    const bool bare = t.literal;
     if ((r.op == "<&" || r.op == ">&") && bare && (t.text == "-" || allDigits(t.text))) return;
     if (isDevice(t.text)) return;
     const bool write = r.op != "<" && r.op != "<&";
