@@ -120,6 +120,7 @@ void addWord(Word& w, Word& part) {
   if (!w.literal) w.mask += part.bare();
   w.expands = w.expands || part.expands;
   w.substitutes = w.substitutes || part.substitutes;
+  w.evaluates = w.evaluates || part.evaluates;
   for (Node& n : part.nested) w.nested.push_back(std::move(n));
 }
 
@@ -1069,7 +1070,9 @@ class Parser {
     } else if (c == '{') {
       pos_ += 2;
       readParameter(w, start, in_double);
-      addExpansion(w, in_.substr(start, pos_ - start));
+      const std::string_view text = in_.substr(start, pos_ - start);
+      if (text.ends_with("@P}")) w.evaluates = true;
+      addExpansion(w, text);
     } else if (c == '[') {
       pos_ += 2;
       readBracketArithmetic(w, start);
@@ -1097,6 +1100,7 @@ class Parser {
   void mergeNested(Word& w, Word& part) {
     for (Node& n : part.nested) w.nested.push_back(std::move(n));
     w.substitutes = w.substitutes || part.substitutes;
+    w.evaluates = w.evaluates || part.evaluates;
   }
 
   // The commands of `$( ... )`, from just after `$(` through the `)`.

@@ -52,6 +52,9 @@ struct Word {
   bool expands = false;      // its value is not known before it runs ($x, ${x}, substitutions)
   bool substitutes = false;  // it runs commands: $( ), backticks, <( ), >( )
   bool quoted = false;       // some part of it was quoted (what makes a heredoc literal)
+  // It runs code held in a variable's value: `${x@P}` expands a prompt string, which runs the
+  // command substitutions in it.
+  bool evaluates = false;
   // The scripts that run while the word expands (kList nodes), in order.
   std::vector<Node> nested;
 

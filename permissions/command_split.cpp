@@ -218,6 +218,11 @@ class Analyzer {
   }
 
   void nested(const Word& w, int depth) {
+    if (w.evaluates) {
+      uncertain("'" + w.text.substr(0, 60) +
+                "' expands a prompt string, which runs the command substitutions a variable "
+                "holds");
+    }
     for (const Node& script : w.nested) node(script, depth);
   }
 
@@ -237,7 +242,11 @@ class Analyzer {
     const Word& t = r.target;
     if (t.substitutes && t.text == bash::kSubstitution) return;  // <(...) or >(...)
     const bool bare = t.literal;
-    if ((r.op == "<&" || r.op == ">&") && bare && (t.text == "-" || allDigits(t.text))) return;
+    // `>&2`, `<&-` and `>&2-` (which moves the descriptor) name descriptors, not files.
+    const std::string_view fd = t.text.size() > 1 && t.text.back() == '-'
+                                    ? std::string_view(t.text).substr(0, t.text.size() - 1)
+                                    : std::string_view(t.text);
+    if ((r.op == "<&" || r.op == ">&") && bare && (t.text == "-" || allDigits(fd))) return;
     if (isDevice(t.text)) return;
     const bool write = r.op != "<" && r.op != "<&";
     out_.files.push_back({write, t.text, r.op, r.begin, t.expands});
