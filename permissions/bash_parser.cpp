@@ -342,22 +342,20 @@ class Parser {
       pipeline.end = at(pos_);
       return pipeline;
     }
-    while (true) {
+    Node first = parseCommand();
+    skipBlanks();
+    const auto atPipe = [&] { return peek() == '|' && peek(1) != '|'; };
+    // A pipeline of one command, without `!` or `time`, is that command.
+    if (!atPipe() && !prefixed) return first;
+    pipeline.children.push_back(std::move(first));
+    while (atPipe()) {
+      pos_ += peek(1) == '&' ? 2 : 1;
+      skipLinebreaks();
+      skipTime(pipeline);  // `a | time b` times b; `a | ! b` is an error
       pipeline.children.push_back(parseCommand());
       skipBlanks();
-      if (peek() == '|' && peek(1) != '|') {
-        pos_ += peek(1) == '&' ? 2 : 1;
-        skipLinebreaks();
-        skipTime(pipeline);  // `a | time b` times b; `a | ! b` is an error
-        continue;
-      }
-      break;
     }
     pipeline.end = at(pos_);
-    // A pipeline of one command, without `!` or `time`, is that command.
-    if (pipeline.children.size() == 1 && !pipeline.negated && !pipeline.timed) {
-      return std::move(pipeline.children.front());
-    }
     return pipeline;
   }
 
