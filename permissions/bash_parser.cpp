@@ -930,14 +930,7 @@ class Parser {
         addChar(w, peek(1), false);
         w.quoted = true;
         pos_ += 2;
-      } else if (c == '\'') {
-        readSingleQuoted(w);
-      } else if (c == '"') {
-        readDoubleQuoted(w);
-      } else if (c == '$') {
-        readDollar(w, false);
-      } else if (c == '`') {
-        readBacktick(w, false);
+      } else if (readQuoteOrExpansion(w, false)) {
       } else if (mode == WordMode::kRegex && c == '(') {
         ++parens;
         addChar(w, c, true);
@@ -989,6 +982,27 @@ class Parser {
     }
     fail(pos_, "the pattern's '(' is not closed");
   }
+  // Reads the quote, expansion or substitution that starts at the cursor into `w`; false when
+  // none starts there.
+  bool readQuoteOrExpansion(Word& w, bool in_double) {
+    switch (peek()) {
+      case '\'':
+        readSingleQuoted(w);
+        return true;
+      case '"':
+        readDoubleQuoted(w);
+        return true;
+      case '$':
+        readDollar(w, in_double);
+        return true;
+      case '`':
+        readBacktick(w, in_double);
+        return true;
+      default:
+        return false;
+    }
+  }
+
   // One quoted or expanded part of a word, at the cursor.
   Word readWordPart() {
     Word w = makeWord(at(pos_));
@@ -996,14 +1010,8 @@ class Parser {
     if (c == '\\') {
       if (pos_ + 1 < end_) addChar(w, peek(1), false);
       pos_ += 2;
-    } else if (c == '\'') {
-      readSingleQuoted(w);
-    } else if (c == '"') {
-      readDoubleQuoted(w);
-    } else if (c == '$') {
-      readDollar(w, false);
     } else {
-      readBacktick(w, false);
+      readQuoteOrExpansion(w, false);
     }
     return w;
   }
@@ -1164,17 +1172,7 @@ class Parser {
             return true;
           }
           --depth;
-        } else if (c == '$') {
-          readDollar(expr, false);
-          continue;
-        } else if (c == '`') {
-          readBacktick(expr, false);
-          continue;
-        } else if (c == '"') {
-          readDoubleQuoted(expr);
-          continue;
-        } else if (c == '\'') {
-          readSingleQuoted(expr);
+        } else if (readQuoteOrExpansion(expr, false)) {
           continue;
         } else if (c == '\\' && peek(1) == '\n') {
           ++pos_;
@@ -1206,14 +1204,7 @@ class Parser {
       }
       if (c == '\\') {
         pos_ += 2;
-      } else if (c == '\'') {
-        readSingleQuoted(inner);
-      } else if (c == '"') {
-        readDoubleQuoted(inner);
-      } else if (c == '$') {
-        readDollar(inner, in_double);
-      } else if (c == '`') {
-        readBacktick(inner, in_double);
+      } else if (readQuoteOrExpansion(inner, in_double)) {
       } else if (c == '\n') {
         consumeNewline();
       } else {
