@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/file_view.h"
 #include "common/cancel.h"
 #include "common/result.h"
 #include "common/supervisor.h"
@@ -65,6 +66,8 @@ struct ExecRequest {
   size_t max_output = 100 * 1024;  // per stream
   // Called about once a second with the latest complete output line.
   std::function<void(std::string_view line)> on_progress;
+  // What the command may do to the workspace's files, enforced where it runs.
+  FileView view;
 };
 
 struct ExecResult {
@@ -88,6 +91,8 @@ struct PythonRequest {
   bool reset = false;
   std::chrono::milliseconds timeout{30000};
   size_t max_output = 100 * 1024;
+  // What the cell may do to the workspace's files, enforced where it runs.
+  FileView view;
 };
 
 struct PythonResult {

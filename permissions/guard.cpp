@@ -79,7 +79,42 @@ std::string displayTarget(std::string_view target) {
   return "'" + (target.empty() ? std::string(".") : shorten(target)) + "'";
 }
 
-Guard::Guard(Ruleset rules, AskFallback fallback) : rules_(std::move(rules)), fallback_(fallback) {}
+namespace {
+
+// The read and write rules as a sandbox's view of the workspace takes them.
+class RulesetFileRules : public FileRules {
+ public:
+  RulesetFileRules(Ruleset rules, AskFallback fallback)
+      : rules_(std::move(rules)), fallback_(fallback) {}
+  PathActions judge(std::string_view key) const override {
+    return {map(rules_.decide(Operation::kRead, key).action),
+            map(rules_.decide(Operation::kWrite, key).action)};
+  }
+
+ private:
+  // Inside the sandbox nobody can be asked about a path: "ask" is what the fallback says,
+  // unless the call itself was approved (FileView::approved).
+  ViewAction map(Action a) const {
+    switch (a) {
+      case Action::kAllow:
+        return ViewAction::kAllow;
+      case Action::kDeny:
+        return ViewAction::kDeny;
+      case Action::kAsk:
+        return fallback_ == AskFallback::kAllow ? ViewAction::kAllow : ViewAction::kAsk;
+    }
+    return ViewAction::kDeny;
+  }
+  const Ruleset rules_;
+  const AskFallback fallback_;
+};
+
+}  // namespace
+
+Guard::Guard(Ruleset rules, AskFallback fallback)
+    : rules_(std::move(rules)),
+      fallback_(fallback),
+      file_rules_(std::make_shared<RulesetFileRules>(rules_, fallback_)) {}
 
 Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
   Decision d = rules_.decide(Operation::kExecute, command.text());
@@ -103,7 +138,8 @@ Decision Guard::decideSimpleCommand(const SimpleCommand& command) const {
 }
 
 Decision Guard::decideCommand(std::string_view line, const Env& env, const SessionGrants* grants,
-                              std::vector<SessionGrant>* offer, const PathMapper& paths) const {
+                              std::vector<SessionGrant>* offer, const PathMapper& paths,
+                              bool* granted) const {
   SplitResult split = splitCommandLine(line);
   if (split.error) {
     return {Action::kDeny, "bash's grammar",
@@ -168,6 +204,7 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     // Session grants speak of commands alone, never of variables that change what runs.
     const bool plain = variablesThatChangeWhatRuns(command).empty();
     if (plain && grants != nullptr && grants->covers(Operation::kExecute, command.text())) {
+      if (granted != nullptr) *granted = true;
       spdlog::info("permission: execute allowed for '{}' for this session, as the user said",
                    shorten(command.text()));
       continue;
@@ -190,6 +227,7 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
       }
       if (d.action != Action::kAsk) continue;
       if (grants != nullptr && grants->covers(op, key)) {
+        if (granted != nullptr) *granted = true;
         spdlog::info("permission: {} allowed for {} for this session, as the user said",
                      operationName(op), displayTarget(key));
         continue;
@@ -216,18 +254,20 @@ Decision Guard::decide(Operation op, std::string_view target) const {
   return op == Operation::kExecute ? decideCommand(target, {}) : rules_.decide(op, target);
 }
 
-Status Guard::check(Operation op, std::string_view target, Approver* approver) const {
-  if (op == Operation::kExecute) return checkCommand(target, {}, "", approver);
+Status Guard::check(Operation op, std::string_view target, Approver* approver,
+                    bool* approved) const {
+  if (op == Operation::kExecute) return checkCommand(target, {}, "", approver, {}, approved);
   const Decision d = rules_.decide(op, target);
   SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
   if (d.action != Action::kAsk || grants == nullptr)
-    return enforce(op, d, target, target, approver, {});
+    return enforce(op, d, target, target, approver, {}, approved);
   if (grants->covers(op, target)) {
     spdlog::info("permission: {} allowed for {} for this session, as the user said",
                  operationName(op), displayTarget(target));
+    if (approved != nullptr) *approved = true;
     return okStatus();
   }
-  return enforce(op, d, target, target, approver, {SessionGrant::forTarget(op, target)});
+  return enforce(op, d, target, target, approver, {SessionGrant::forTarget(op, target)}, approved);
 }
 
 Status Guard::checkMove(std::string_view from, std::string_view to, Approver* approver) const {
@@ -255,7 +295,7 @@ Status Guard::checkMove(std::string_view from, std::string_view to, Approver* ap
 }
 
 Status Guard::checkCommand(std::string_view line, const Env& env, std::string_view cwd,
-                           Approver* approver, const PathMapper& paths) const {
+                           Approver* approver, const PathMapper& paths, bool* approved) const {
   std::string shown(line);
   if (!env.empty()) {
     shown += "\n\nwith these variables:";
@@ -265,14 +305,16 @@ Status Guard::checkCommand(std::string_view line, const Env& env, std::string_vi
   SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
   std::vector<SessionGrant> offer;
   const PathMapper relative = [cwd](std::string_view path) { return lexicalKey(cwd, path); };
+  bool granted = false;
   const Decision d = decideCommand(line, env, grants, grants != nullptr ? &offer : nullptr,
-                                   paths ? paths : relative);
-  return enforce(Operation::kExecute, d, line, shown, approver, offer);
+                                   paths ? paths : relative, &granted);
+  if (granted && approved != nullptr) *approved = true;
+  return enforce(Operation::kExecute, d, line, shown, approver, offer, approved);
 }
 
 Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
                       std::string_view shown, Approver* approver,
-                      const std::vector<SessionGrant>& offer) const {
+                      const std::vector<SessionGrant>& offer, bool* approved) const {
   const std::string what = std::string(operationName(op)) + " " + std::string(actionName(d.action));
   spdlog::info("permission: {} for {} ({})", what, displayTarget(target), d.source);
   const std::string subject = std::string(operationName(op)) + " for " + displayTarget(target);
@@ -295,12 +337,16 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
     if (*answer == Answer::kYesForSession && approver->grants() != nullptr) {
       for (const SessionGrant& grant : offer) approver->grants()->add(grant);
     }
-    if (yes) return okStatus();
+    if (yes) {
+      if (approved != nullptr) *approved = true;
+      return okStatus();
+    }
     return permissionDenied(subject + " needs approval (" + why + ") and the user declined");
   }
   if (fallback_ == AskFallback::kAllow) {
     spdlog::warn("permission: {} allowed by --ask-fallback allow ({})", subject,
                  answer.status().message());
+    if (approved != nullptr) *approved = true;
     return okStatus();
   }
   return permissionDenied(subject + " needs approval (" + why +

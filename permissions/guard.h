@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "backends/file_view.h"
 #include "common/result.h"
 #include "permissions/command_split.h"
 #include "permissions/ruleset.h"
@@ -52,7 +54,10 @@ class Guard {
   Decision decide(Operation op, std::string_view target) const;
   // decide(), then ask `approver` (may be null) when the answer is ask. OK or PermissionDenied
   // with a message naming the operation, the target and the reason.
-  Status check(Operation op, std::string_view target, Approver* approver) const;
+  // `approved`, when given, is set when the answer came from an "ask" answered yes (by the
+  // user now, by an answer given for the session, or by --ask-fallback allow).
+  Status check(Operation op, std::string_view target, Approver* approver,
+               bool* approved = nullptr) const;
 
   // An execute call as a whole: its line, and the variables it sets for every command in it
   // (judged as NAME=value words before each; a variable that changes what runs needs a rule
@@ -67,12 +72,15 @@ class Guard {
   // allowed; `offer` receives what "for the rest of this session" would cover of what still
   // asks (nothing when some of it cannot be known before the line runs). Without `paths`,
   // paths are taken relative to the workspace root.
+  // `granted` is set when a grant allowed something that asks.
   Decision decideCommand(std::string_view line, const Env& env,
                          const SessionGrants* grants = nullptr,
-                         std::vector<SessionGrant>* offer = nullptr,
-                         const PathMapper& paths = {}) const;
+                         std::vector<SessionGrant>* offer = nullptr, const PathMapper& paths = {},
+                         bool* granted = nullptr) const;
+  // `approved` as for check().
   Status checkCommand(std::string_view line, const Env& env, std::string_view cwd,
-                      Approver* approver, const PathMapper& paths = {}) const;
+                      Approver* approver, const PathMapper& paths = {},
+                      bool* approved = nullptr) const;
   // A move judges both paths by the move rules: a deny of either denies, and when either asks
   // the user is asked once about both.
   Status checkMove(std::string_view from, std::string_view to, Approver* approver) const;
@@ -90,16 +98,21 @@ class Guard {
   bool needsElicitation() const { return fallback_ == AskFallback::kDeny && rules_.mayAsk(); }
 
   const Ruleset& ruleset() const { return rules_; }
+  // The read and write rules for a sandbox's view of the workspace: one object for the life
+  // of this Guard, so that what a backend learned of a tree under them stays valid.
+  const std::shared_ptr<const FileRules>& fileRules() const { return file_rules_; }
 
  private:
   // One simple command of a line.
   Decision decideSimpleCommand(const SimpleCommand& command) const;
   // The decision made, logged and carried out; `shown` is what the approver sees.
   Status enforce(Operation op, const Decision& d, std::string_view target, std::string_view shown,
-                 Approver* approver, const std::vector<SessionGrant>& offer) const;
+                 Approver* approver, const std::vector<SessionGrant>& offer,
+                 bool* approved = nullptr) const;
 
   Ruleset rules_;
   AskFallback fallback_;
+  std::shared_ptr<const FileRules> file_rules_;
 };
 
 // A path named in a command line, relative to the directory key `cwd`, as the file rules see

@@ -216,17 +216,23 @@ Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const Can
     Result<std::string> key = inner_.normalize(joined);
     return key.ok() ? *key : joined;
   };
+  bool approved = false;
   BYD_RETURN_IF_ERROR(
-      guard_.checkCommand(request.command, request.env, request.cwd, approver_, paths));
+      guard_.checkCommand(request.command, request.env, request.cwd, approver_, paths, &approved));
   if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
-  return inner_.executor()->execute(request, cancel);
+  ExecRequest viewed = request;
+  viewed.view = {guard_.fileRules(), approved};
+  return inner_.executor()->execute(viewed, cancel);
 }
 
 Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
                                                const CancelToken& cancel) {
-  BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_));
+  bool approved = false;
+  BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_, &approved));
   if (denied_files_ != nullptr) denied_files_->invalidate();
-  return inner_.executor()->runPython(request, cancel);
+  PythonRequest viewed = request;
+  viewed.view = {guard_.fileRules(), approved};
+  return inner_.executor()->runPython(viewed, cancel);
 }
 
 }  // namespace byd::permissions

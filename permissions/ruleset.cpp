@@ -2,7 +2,10 @@
 
 #include <re2/re2.h>
 
+#include <re2/set.h>
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 
 #include "schemas/embedded.h"
 #include "schemas/validator.h"
@@ -34,7 +37,34 @@ Result<std::shared_ptr<const re2::RE2>> compileRegex(const std::string& pattern,
   return std::shared_ptr<const re2::RE2>(std::move(re));
 }
 
+constexpr std::string_view kProtectedReason =
+    "a protected path: it holds what runs outside the sandbox later (git's hooks and config, "
+    "editor and agent settings, direnv and shell start-up files)";
+
+constexpr std::array<std::string_view, 15> kProtectedPatterns = {
+    "**/.git/hooks", "**/.git/hooks/**", "**/.git/config",   "**/.mcp.json", "**/.claude",
+    "**/.claude/**", "**/.vscode",       "**/.vscode/**",    "**/.idea",     "**/.idea/**",
+    "**/.envrc",     "**/.bashrc",       "**/.bash_profile", "**/.profile",  "**/.zshrc"};
+
+// The protected paths as one automaton; -1 or the index of the pattern `path` matches.
+int protectedHit(std::string_view path) {
+  static const auto set = [] {
+    auto s = std::make_unique<RE2::Set>(GlobMatcher::regexOptions(), RE2::ANCHOR_BOTH);
+    for (std::string_view pattern : kProtectedPatterns) {
+      auto glob = GlobMatcher::compile(pattern, /*ignore_case=*/true);
+      if (!glob.ok() || s->Add(glob->regex(), nullptr) < 0) std::abort();  // fixed, tested
+    }
+    if (!s->Compile()) std::abort();
+    return s;
+  }();
+  std::vector<int> hits;
+  if (!set->Match(path, &hits) || hits.empty()) return -1;
+  return *std::min_element(hits.begin(), hits.end());
+}
+
 }  // namespace
+
+std::span<const std::string_view> protectedPathPatterns() { return kProtectedPatterns; }
 
 std::string_view actionName(Action a) { return kActionNames[static_cast<size_t>(a)]; }
 std::string_view operationName(Operation op) { return kOperationNames[static_cast<size_t>(op)]; }
@@ -208,6 +238,13 @@ Decision Ruleset::decide(Operation op, std::string_view target) const {
     const Rule& rule = compiled.rules[i];
     return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
             rule.description, rule.text};
+  }
+  if (op == Operation::kWrite || op == Operation::kEdit || judgedAsWrite(op)) {
+    if (const int hit = protectedHit(target); hit >= 0) {
+      const std::string pattern(kProtectedPatterns[hit]);
+      return {Action::kDeny, "protected path (" + pattern + ")", std::string(kProtectedReason),
+              pattern};
+    }
   }
   if (ops.fallback) return {*ops.fallback, name + " default", ""};
   return {fallback_, "global default", ""};

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,5 +130,11 @@ class Ruleset {
 // ("git status*") matches only on a word boundary: "git status" and "git status -s", never
 // "git statusx", so "git log*" does not allow "git logout".
 std::string commandPatternToRegex(std::string_view pattern);
+
+// Paths that hold what runs outside the sandbox later (git hooks and config, editor and agent
+// settings, direnv and shell start-up files). write, edit, mkdir, move and delete deny them in
+// every ruleset, after its own rules (a rule of its own that allows one comes first) and
+// before its defaults.
+std::span<const std::string_view> protectedPathPatterns();
 
 }  // namespace byd::permissions

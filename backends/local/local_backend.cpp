@@ -297,8 +297,12 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
   python_.reset();
   sandbox_ = std::move(sandbox);
   sandbox_unavailable_ = std::move(why_not);
+  index_.reset();
   if (sandbox_ && sandbox_->isolated()) {
     python_ = std::make_unique<PythonSessions>(*sandbox_, root_.dir(), std::move(python));
+    std::vector<WorkspaceIndex::Root> roots = {{"", root_.dir()}};
+    for (const PathResolver& resolver : allowed_) roots.push_back({resolver.dir(), resolver.dir()});
+    index_ = std::make_unique<WorkspaceIndex>(std::move(roots));
   }
 }
 
@@ -313,7 +317,7 @@ Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
   }
   BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
                        python_->run(request.session, request.code, request.reset, request.timeout,
-                                    request.max_output, cancel));
+                                    request.max_output, cancel, index_->masks(request.view)));
   return pythonResult(run);
 }
 
@@ -342,6 +346,7 @@ Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const Cance
   run.timeout = request.timeout;
   run.max_output = request.max_output;
   run.on_progress = request.on_progress;
+  if (index_) run.masks = index_->masks(request.view);
   return sandbox_->run(run, cancel);
 }
 

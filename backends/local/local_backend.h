@@ -15,6 +15,7 @@
 #include "backends/local/path_resolver.h"
 #include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
+#include "backends/local/workspace_index.h"
 
 namespace byd {
 
@@ -89,6 +90,7 @@ class LocalBackend : public Backend, public Executor {
   std::unique_ptr<Sandbox> sandbox_;
   std::string sandbox_unavailable_;
   std::unique_ptr<PythonSessions> python_;  // after sandbox_: stopped before it
+  std::unique_ptr<WorkspaceIndex> index_;   // what the sandbox masks, when it can
 };
 
 }  // namespace byd

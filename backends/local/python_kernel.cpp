@@ -44,6 +44,10 @@ class SandboxKernel : public KernelProcess {
     if (proc_.pidfd.valid()) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
     proc_.close();
   }
+  Status setMasks(const FileMasks& masks) override {
+    if (!proc_.sock.valid()) return failedPrecondition("the kernel has ended");
+    return Sandbox::changeMasks(proc_, masks);
+  }
 
  private:
   Sandbox::Launched proc_;
@@ -69,6 +73,20 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   source.reset();  // the kernel holds its own copy
   if (!launched.ok()) return launched.status();
   return attach(std::make_unique<SandboxKernel>(std::move(*launched)));
+}
+
+Status PythonKernel::setMasks(std::shared_ptr<const FileMasks> masks) {
+  if (masks == masks_ || (masks_ && *masks == *masks_) || (!masks_ && masks->empty())) {
+    masks_ = std::move(masks);
+    return okStatus();
+  }
+  Status s = proc_->setMasks(*masks);
+  if (!s.ok()) {
+    kill();
+    return s;
+  }
+  masks_ = std::move(masks);
+  return okStatus();
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::attach(std::unique_ptr<KernelProcess> process) {

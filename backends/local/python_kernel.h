@@ -27,6 +27,11 @@ class KernelProcess {
   virtual int stderrFd() const = 0;  // its stray output
   virtual void interrupt() = 0;      // SIGINT to the kernel: KeyboardInterrupt in the cell
   virtual void kill() = 0;           // ends the kernel and everything it started
+  // Makes what the kernel sees of the workspace `masks` (see workspace_index.h); an error
+  // ends the kernel. Where nothing can be masked, any mask is an error.
+  virtual Status setMasks(const FileMasks& masks) {
+    return masks.empty() ? okStatus() : unimplemented("this kernel's files cannot be masked");
+  }
 };
 
 class PythonKernel {
@@ -47,6 +52,8 @@ class PythonKernel {
   };
   Result<Outcome> exec(const std::string& code, std::chrono::milliseconds timeout,
                        size_t max_output, const CancelToken& cancel);
+  // See KernelProcess::setMasks; the same masks as last time cost nothing.
+  Status setMasks(std::shared_ptr<const FileMasks> masks);
   bool alive() const { return alive_; }
   // The kernel's process has gone (its output pipe hung up), without being asked: a spare
   // that died while it waited.
@@ -61,6 +68,7 @@ class PythonKernel {
   void kill();
 
   std::unique_ptr<KernelProcess> proc_;
+  std::shared_ptr<const FileMasks> masks_;  // those in force
   // The largest frame accepted now (cell code can write to the kernel's channel: a larger
   // header ends the session rather than growing the buffer), and why the kernel broke its
   // protocol, once it has.

@@ -50,7 +50,8 @@ void PythonSessions::reapIdle() {
 
 Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const std::string& code,
                                                 bool reset, std::chrono::milliseconds timeout,
-                                                size_t max_output, const CancelToken& cancel) {
+                                                size_t max_output, const CancelToken& cancel,
+                                                std::shared_ptr<const FileMasks> masks) {
   std::shared_ptr<Session> session;
   {
     std::lock_guard lock(mu_);
@@ -84,6 +85,12 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
     if (!kernel.ok()) return kernel.status();
     session->kernel = std::move(*kernel);
     run.new_session = true;
+  }
+  if (masks) {
+    if (Status s = session->kernel->setMasks(std::move(masks)); !s.ok()) {
+      session->kernel.reset();  // it was ended: the next call starts afresh
+      return s;
+    }
   }
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
   session->last_used = std::chrono::steady_clock::now();

@@ -35,8 +35,11 @@ class PythonSessions {
     bool new_session = false;  // this call started the session (or restarted it)
     bool revived = false;      // its kernel had died since the last call (state gone)
   };
+  // `masks`: the workspace as the cell may see it, set in the kernel's namespace before the
+  // cell runs (null: left as it is).
   Result<Run> run(const std::string& session, const std::string& code, bool reset,
-                  std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel);
+                  std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel,
+                  std::shared_ptr<const FileMasks> masks = nullptr);
   // Starts the spare kernel now, unless one is already there or starting. Without this, the
   // first session starts the first spare (HTTP: many sessions, most idle, none should cost a
   // kernel); stdio calls it once the server has answered its first message.

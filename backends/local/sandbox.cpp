@@ -206,6 +206,13 @@ namespace {
 
 constexpr auto kGrace = std::chrono::milliseconds(500);
 
+nlohmann::json masksJson(const FileMasks& masks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FileMask& m : masks)
+    out.push_back({std::string(1, static_cast<char>(m.kind)), m.path});
+  return out;
+}
+
 }  // namespace
 
 Result<StdioPipes> makeStdioPipes(bool stdin_pipe) {
@@ -390,6 +397,7 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                          {"cwd", request.cwd},
                          {"rlimits", rlimits()},
                          {"cgroups", cgroup.procsFds().size()}};
+  if (request.masks && !request.masks->empty()) spec["masks"] = masksJson(*request.masks);
   const std::string spec_text = spec.dump();
   BYD_ASSIGN_OR_RETURN(StdioPipes io, makeStdioPipes(stdin_pipe));
   PipeFds &in = io.in, &out = io.out, &err = io.err;
@@ -417,6 +425,33 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
   launched.stderr_r = std::move(err.read);
   launched.cgroup = std::move(cgroup);
   return launched;
+}
+
+Status Sandbox::changeMasks(const Launched& process, const FileMasks& masks) {
+  const std::string text = nlohmann::json{{"masks", masksJson(masks)}}.dump();
+  UniqueFd memfd(memfd_create("byd-masks", MFD_CLOEXEC));
+  if (!memfd.valid() || !writeNoSigpipe(memfd.get(), text)) {
+    return resourceExhausted("cannot pass the masks: " + std::string(strerror(errno)));
+  }
+  if (!zygote::sendMessage(process.sock.get(), std::string(1, zygote::kMasks), {memfd.get()})) {
+    return failedPrecondition("the process has ended");
+  }
+  // Its answer, unless it ends first (then its status comes instead).
+  pollfd p{process.sock.get(), POLLIN, 0};
+  if (poll(&p, 1, 10000) <= 0) {
+    signal(process, SIGKILL);
+    return internalError("the sandbox did not change its masks in time; the process was ended");
+  }
+  std::string payload;
+  std::vector<int> fds;
+  const ssize_t n = zygote::receiveMessage(process.sock.get(), payload, fds);
+  const std::vector<UniqueFd> unexpected(fds.begin(), fds.end());
+  if (n > 0 && payload[0] == zygote::kMasksDone) return okStatus();
+  signal(process, SIGKILL);
+  if (n > 0 && payload[0] == zygote::kError) {
+    return internalError("sandbox: " + payload.substr(1) + "; the process was ended");
+  }
+  return failedPrecondition("the process has ended");
 }
 
 void Sandbox::signal(const Launched& process, int sig) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/local/file_masks.h"
 #include "backends/local/sandbox_cgroup.h"
 #include "backends/local/sandbox_identity.h"
 #include "backends/local/sandbox_zygote.h"
@@ -57,6 +58,8 @@ struct RunRequest {
   size_t max_output = 100 * 1024;  // per stream
   // Called at most about once a second with the latest complete output line.
   std::function<void(std::string_view line)> on_progress;
+  // What is masked in its view of the workspace (null: nothing).
+  std::shared_ptr<const FileMasks> masks;
 };
 
 using RunResult = ExecResult;
@@ -113,6 +116,10 @@ class Sandbox {
   // SIGINT goes to the launched process alone, SIGTERM to every process of its namespace,
   // SIGKILL ends the namespace.
   static void signal(const Launched& process, int sig);
+  // Makes the masks of a launched process's namespace `masks` (its processes are stopped
+  // while they change). An error ends the process: what it could see would not be what the
+  // rules say.
+  static Status changeMasks(const Launched& process, const FileMasks& masks);
 
  private:
   Sandbox(std::vector<std::string> writable, SandboxOptions options);

@@ -7,11 +7,13 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -26,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/local/sandbox_identity.h"
+#include "backends/local/sandbox_masks.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/local/sandbox_zygote.h"
 #include "common/text.h"
@@ -50,14 +53,19 @@ struct Spec {
   std::string cwd;
   std::vector<std::pair<int, uint64_t>> rlimits;
   size_t cgroups = 0;  // the last this many descriptors are cgroup.procs files to join
+  MaskList masks;
 };
 
-bool readSpec(int fd, Spec& spec) {
+nlohmann::json readJson(int fd) {
   struct stat st;
-  if (fstat(fd, &st) != 0) return false;
+  if (fstat(fd, &st) != 0) return nullptr;
   std::string text(st.st_size, '\0');
-  if (pread(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return false;
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (pread(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return nullptr;
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+bool readSpec(int fd, Spec& spec) {
+  const nlohmann::json j = readJson(fd);
   if (!j.is_object() || !j.contains("argv") || !j["argv"].is_array() || j["argv"].empty()) {
     return false;
   }
@@ -70,7 +78,7 @@ bool readSpec(int fd, Spec& spec) {
   } catch (const nlohmann::json::exception&) {
     return false;
   }
-  return true;
+  return !j.contains("masks") || parseMasks(j["masks"], spec.masks);
 }
 
 // "sandbox: <what> <detail>: <error>" on stderr, without allocating (see Command).
@@ -295,11 +303,32 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool 
   return "";
 }
 
+// Changes the masks of a running namespace to those of the request on `sock` (a memfd in
+// `fds`), with every other process of the namespace stopped meanwhile, and answers.
+void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds) {
+  MaskList wanted;
+  const nlohmann::json j = fds.size() == 1 ? readJson(fds[0]) : nlohmann::json();
+  if (!j.is_object() || !parseMasks(j.value("masks", nlohmann::json::array()), wanted)) {
+    zygote::sendMessage(sock, std::string(1, zygote::kError) + "a malformed mask request", {});
+    return;
+  }
+  kill(-1, SIGSTOP);
+  const std::string error = masks.apply(wanted);
+  kill(-1, SIGCONT);
+  if (!error.empty()) {
+    // What it may see is no longer what the rules say: it ends here.
+    zygote::sendMessage(sock, std::string(1, zygote::kError) + error, {});
+    kill(-1, SIGKILL);
+    _exit(1);
+  }
+  zygote::sendMessage(sock, std::string(1, zygote::kMasksDone), {});
+}
+
 // Process 1 of a command's pid namespace, made ahead of need: mounts its /proc and /tmp, then
-// waits for its command on `request`. It starts the command, reaps whatever is orphaned,
-// passes SIGTERM on to everything in the namespace and SIGINT to the command, and reports the
-// command's wait status.
-// Its exit ends every process left in the namespace.
+// waits for its command on `request`. It masks what the command may not see or change, starts
+// the command, reaps whatever is orphaned, passes SIGTERM on to everything in the namespace
+// and SIGINT to the command, changes the masks when asked (between a kernel's cells), and
+// reports the command's wait status. Its exit ends every process left in the namespace.
 [[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
                            const std::vector<char>& bpf, const HelperOptions& options) {
   const std::string setup_error = mountFreshProcAndTmp(writable, options.guard_proc);
@@ -316,6 +345,8 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool 
   Spec spec;
   if (!readSpec(fds[0], spec) || spec.cgroups + 5 > fds.size()) fail("a malformed request");
   if (!setup_error.empty()) fail(setup_error);
+  NamespaceMasks masks;
+  if (std::string error = masks.apply(spec.masks); !error.empty()) fail(error);
   // Groups of its own (a Python kernel's): joined here, before the command exists, so that
   // it and everything it starts are counted there.
   for (size_t i = fds.size() - spec.cgroups; i < fds.size(); ++i) {
@@ -344,9 +375,29 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool 
   for (int fd : fds) {
     if (fd != sock) close(fd);
   }
+  const int signals = signalfd(-1, &waited, SFD_CLOEXEC);
+  if (signals < 0) {
+    kill(-1, SIGKILL);
+    fail(std::string("cannot wait for signals: ") + strerror(errno));
+  }
+  bool requests = true;  // the server may still send mask changes
   while (true) {
-    siginfo_t info;
-    const int sig = sigwaitinfo(&waited, &info);
+    pollfd watched[2] = {{signals, POLLIN, 0}, {sock, POLLIN, 0}};
+    if (poll(watched, requests ? 2 : 1, -1) < 0) continue;
+    if (requests && watched[1].revents != 0) {
+      std::vector<int> got;
+      const ssize_t n = zygote::receiveMessage(sock, payload, got);
+      if (n > 0 && payload[0] == zygote::kMasks) {
+        changeMasks(sock, masks, got);
+      } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        requests = false;  // the server has gone; the command goes on until it ends
+      }
+      for (int fd : got) close(fd);
+    }
+    if (!(watched[0].revents & POLLIN)) continue;
+    signalfd_siginfo info;
+    if (read(signals, &info, sizeof info) != sizeof info) continue;
+    const int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGTERM) kill(-1, SIGTERM);
     if (sig == SIGINT) kill(command, SIGINT);
     if (sig != SIGCHLD) continue;

@@ -14,6 +14,9 @@
 //   helper -> server, run socket:     kStarted + [pidfd of the command's namespace init]
 //                                     kStatus + the command's wait status (int), or
 //                                     kError + text, when it could not start.
+//   server -> init, run socket:       kMasks + [memfd of {"masks": [...]}]: change the masks
+//                                     of a running process's namespace (a kernel's, between
+//                                     cells); answered kMasksDone, or kError + text.
 
 #include <sys/types.h>
 
@@ -33,7 +36,16 @@ namespace byd {
 namespace zygote {
 constexpr const char* kHelperFlag = "--sandbox-helper";
 constexpr const char* kHelperPath = "/run/backyard/sandbox-helper";
-enum Tag : char { kRun = 'R', kStarted = 'P', kStatus = 'S', kError = 'E' };
+// Where a command's namespace keeps the placeholders its masks are made of (sandbox_masks.h).
+constexpr const char* kMaskSource = "/run/backyard";
+enum Tag : char {
+  kRun = 'R',
+  kStarted = 'P',
+  kStatus = 'S',
+  kError = 'E',
+  kMasks = 'M',
+  kMasksDone = 'D'
+};
 
 // One message, with up to eight descriptors; false when the peer has gone.
 bool sendMessage(int sock, std::string_view payload, const std::vector<int>& fds);

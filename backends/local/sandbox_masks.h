@@ -1,0 +1,44 @@
+#pragma once
+// The masks of a command's mount namespace (see workspace_index.h), applied by its namespace
+// init before the command exists and changed between a kernel's cells. A hidden path gets an
+// empty, mode-000, read-only file or directory mounted over it, from a small tmpfs the init
+// keeps at kMaskSource (itself mode 000); a read-only or read-write path is bound onto itself.
+// Every target is opened without following a symlink in any component, and the mount is made
+// onto that descriptor, so a path swapped meanwhile cannot redirect it. Inside the helper only.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/unique_fd.h"
+
+namespace byd {
+
+// (kind, absolute path): the kinds of FileMask.
+using MaskList = std::vector<std::pair<char, std::string>>;
+
+// Parses a "masks" array ([["f", "/ws/.env"], ...]); false when malformed.
+bool parseMasks(const nlohmann::json& array, MaskList& out);
+
+class NamespaceMasks {
+ public:
+  // Mounts the placeholders' tmpfs over kMaskSource; "" or what failed.
+  std::string prepare();
+  // Makes the namespace's masks `wanted`: what it shares with those in force at their head
+  // stays, the rest is unmounted (innermost first) and `wanted`'s tail mounted. A target that
+  // no longer exists, or is reached only through a symlink, needs no mask. "" or what failed;
+  // after a failure the namespace must not run anything.
+  std::string apply(const MaskList& wanted);
+  bool empty() const { return applied_.empty(); }
+
+ private:
+  std::string mountOne(char kind, const std::string& path, UniqueFd& mounted);
+  bool prepared_ = false;
+  UniqueFd placeholder_[2];  // the empty file and the empty directory
+  MaskList current_;
+  std::vector<UniqueFd> applied_;  // the root of each mount made, in order (invalid: skipped)
+};
+
+}  // namespace byd
