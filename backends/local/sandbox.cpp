@@ -98,7 +98,9 @@ Status Sandbox::prepare() const {
               without("seccomp-setid") ? "seccomp (TEST: setuid/setgid refusals off)"
                                        : "seccomp (no setuid/setgid bits)",
               without("proc") ? "/proc as the kernel gives it (TEST: proc layer off)"
-                              : "/proc/sys and kin read-only"};
+                              : "/proc/sys and kin read-only",
+              without("masks") ? "the workspace unmasked (TEST: masks layer off)"
+                               : "the file rules mounted into each command's view"};
     for (const std::string& layer : options_.without) {
       spdlog::warn("sandbox: the {} layer is OFF (a test-only setting)", layer);
     }
@@ -155,7 +157,9 @@ std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
       "--unshare-cgroup-try", "--hostname", "sandbox", "--new-session", "--cap-drop", "ALL",
       "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP",
       // To make each command the sandbox user, and to signal it then.
-      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"};
+      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
+      // To reach what it masks in a workspace only the sandbox user may enter.
+      "--cap-add", "CAP_DAC_READ_SEARCH"};
   // bubblewrap makes the parents of what it binds private (0700) to the helper's uid: a root
   // server's commands, which are another uid, could not pass them. Made first, open to all.
   std::vector<std::string> parents = {"/etc/ssl/openssl.cnf", zygote::kHelperPath};

@@ -45,7 +45,8 @@ struct SandboxOptions {
   std::string user;  // --sandbox-user: who a root server's commands are ("": the default)
   // Tests only: layers left out, so that a test can show each one holds on its own. Any of
   // "landlock", "seccomp-setid" (the setuid/setgid refusals), "proc" (the read-only and masked
-  // parts of /proc) and "uid" (a root server's commands keep its uid).
+  // parts of /proc), "uid" (a root server's commands keep its uid) and "masks" (the file
+  // rules' masks of the workspace).
   std::vector<std::string> without;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -67,12 +68,11 @@ std::string NamespaceMasks::prepare() {
   return "";
 }
 
-std::string NamespaceMasks::mountOne(char kind, const std::string& path, UniqueFd& mounted) {
+std::string NamespaceMasks::mountOne(char kind, const std::string& path, Applied& done) {
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const UniqueFd target(
-      static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  UniqueFd target(static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
   if (!target.valid()) {
     // Gone since the index saw it, or reached through a symlink (what it reaches has a mask
     // of its own where it lies): nothing to mask here.
@@ -82,6 +82,18 @@ std::string NamespaceMasks::mountOne(char kind, const std::string& path, UniqueF
   struct stat st;
   if (fstat(target.get(), &st) != 0) return failed("inspect", path);
   const bool dir = S_ISDIR(st.st_mode);
+  if ((kind == 'r' || kind == 'w') &&
+      std::find(roots_.begin(), roots_.end(), path) != roots_.end()) {
+    mount_attr attr{};
+    (kind == 'r' ? attr.attr_set : attr.attr_clr) = MOUNT_ATTR_RDONLY;
+    if (mount_setattr(target.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+      // EBUSY: something holds a file of it open for writing (a kernel's thread).
+      return failed(kind == 'r' ? "make read-only" : "make writable", path);
+    }
+    done.made_read_only = kind == 'r';
+    done.flagged = std::move(target);
+    return "";
+  }
   UniqueFd tree;
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -109,7 +121,24 @@ std::string NamespaceMasks::mountOne(char kind, const std::string& path, UniqueF
                  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
     return failed("mount over", path);
   }
-  mounted = std::move(tree);
+  done.mount = std::move(tree);
+  return "";
+}
+
+std::string NamespaceMasks::undo(Applied& done, const std::string& path) {
+  if (done.mount.valid()) {
+    const std::string at = "/proc/self/fd/" + std::to_string(done.mount.get());
+    if (umount2(at.c_str(), MNT_DETACH) != 0 && errno != EINVAL) {
+      return failed("unmount the mask of", path);
+    }
+  }
+  if (done.flagged.valid()) {
+    mount_attr attr{};
+    (done.made_read_only ? attr.attr_clr : attr.attr_set) = MOUNT_ATTR_RDONLY;
+    if (mount_setattr(done.flagged.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+      return failed("restore the flags of", path);
+    }
+  }
   return "";
 }
 
@@ -119,22 +148,20 @@ std::string NamespaceMasks::apply(const MaskList& wanted) {
   if (same == current_.size() && same == wanted.size()) return "";
   if (std::string error = prepare(); !error.empty()) return error;
   while (applied_.size() > same) {
-    if (applied_.back().valid()) {
-      const std::string at = "/proc/self/fd/" + std::to_string(applied_.back().get());
-      if (umount2(at.c_str(), MNT_DETACH) != 0 && errno != EINVAL) {
-        return failed("unmount the mask of", current_[applied_.size() - 1].second);
-      }
+    if (std::string error = undo(applied_.back(), current_[applied_.size() - 1].second);
+        !error.empty()) {
+      return error;
     }
     applied_.pop_back();
   }
   current_.resize(same);
   for (size_t i = same; i < wanted.size(); ++i) {
-    UniqueFd mounted;
-    if (std::string error = mountOne(wanted[i].first, wanted[i].second, mounted); !error.empty()) {
+    Applied done;
+    if (std::string error = mountOne(wanted[i].first, wanted[i].second, done); !error.empty()) {
       return error;
     }
     current_.push_back(wanted[i]);
-    applied_.push_back(std::move(mounted));
+    applied_.push_back(std::move(done));
   }
   return "";
 }

@@ -24,6 +24,11 @@ bool parseMasks(const nlohmann::json& array, MaskList& out);
 
 class NamespaceMasks {
  public:
+  // `roots`: the directories bound writable into the sandbox, each a mount of its own. Their
+  // own masks (read-only or not) change that mount's flags instead of covering it: what
+  // already refers to it (a kernel's working directory, a descriptor it holds) sees the change
+  // too, and masks below stay attached to the one mount every path to them crosses.
+  explicit NamespaceMasks(std::vector<std::string> roots) : roots_(std::move(roots)) {}
   // Mounts the placeholders' tmpfs over kMaskSource; "" or what failed.
   std::string prepare();
   // Makes the namespace's masks `wanted`: what it shares with those in force at their head
@@ -34,11 +39,19 @@ class NamespaceMasks {
   bool empty() const { return applied_.empty(); }
 
  private:
-  std::string mountOne(char kind, const std::string& path, UniqueFd& mounted);
+  // What one mask did, to undo it: a mount made (its root), or a root's flags changed.
+  struct Applied {
+    UniqueFd mount;
+    UniqueFd flagged;  // the root whose read-only flag was set or cleared
+    bool made_read_only = false;
+  };
+  std::string mountOne(char kind, const std::string& path, Applied& done);
+  std::string undo(Applied& done, const std::string& path);
+  const std::vector<std::string> roots_;
   bool prepared_ = false;
   UniqueFd placeholder_[2];  // the empty file and the empty directory
   MaskList current_;
-  std::vector<UniqueFd> applied_;  // the root of each mount made, in order (invalid: skipped)
+  std::vector<Applied> applied_;  // in order
 };
 
 }  // namespace byd

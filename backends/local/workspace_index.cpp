@@ -117,6 +117,7 @@ void WorkspaceIndex::watch(Node& node) {
 
 void WorkspaceIndex::forget(Node& node) {
   for (auto& [name, child] : node.subdirs) forget(*child);
+  for (const Node::Entry& e : node.specials) denied_.erase(node.dir + "/" + e.name);
   if (node.wd >= 0) {
     const auto it = by_wd_.find(node.wd);
     if (it != by_wd_.end() && it->second == &node) {
@@ -144,6 +145,7 @@ void WorkspaceIndex::rescan(Node& top) {
     node.dirty = false;
     std::vector<Node::Entry> old_specials = std::move(node.specials);
     node.specials.clear();
+    for (const Node::Entry& e : old_specials) denied_.erase(node.dir + "/" + e.name);
     if (node.hiddenAlways()) {
       changed |= !node.subdirs.empty() || !old_specials.empty();
       for (auto& [name, child] : node.subdirs) forget(*child);
@@ -181,6 +183,7 @@ void WorkspaceIndex::rescan(Node& top) {
       if (type != DT_DIR) {
         PathActions actions = rules_->judge(joinKey(node.key, name));
         ++stats_.judged;
+        if (type == DT_REG) noteLinks(node, dirfd(d), name, actions);
         if (actions != node.content) node.specials.push_back({std::string(name), actions});
         continue;
       }
@@ -212,6 +215,37 @@ void WorkspaceIndex::rescan(Node& top) {
     changed |= !Node::sameEntries(std::move(old_specials), node.specials);
   }
   if (changed) ++generation_;
+}
+
+void WorkspaceIndex::noteLinks(const Node& node, int dir_fd, std::string_view name,
+                               PathActions& actions) {
+  const bool denied = actions.read == ViewAction::kDeny;
+  if (!denied && linked_.empty()) return;  // the common case: no stat at all
+  struct stat st;
+  if (fstatat(dir_fd, std::string(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(st.st_mode)) {
+    return;
+  }
+  const std::pair<uint64_t, uint64_t> id{st.st_dev, st.st_ino};
+  if (denied) {
+    denied_[node.dir + "/" + std::string(name)] = {id.first, id.second, st.st_nlink};
+    if (st.st_nlink > 1 && linked_.insert(id).second) links_grew_ = true;
+  } else if (st.st_nlink > 1 && linked_.count(id)) {
+    // Another name of a file the rules keep from reading: hidden as that file is.
+    actions.read = actions.write = ViewAction::kDeny;
+  }
+}
+
+void WorkspaceIndex::checkDeniedLinks() {
+  for (const auto& [path, stamp] : denied_) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;  // its directory's change says so
+    if (st.st_ino == stamp.ino && st.st_dev == stamp.dev && st.st_nlink <= stamp.nlink) continue;
+    // A new name for a secret, made outside (a command cannot: the mask is another mount).
+    if (st.st_nlink > 1) linked_.insert({st.st_dev, st.st_ino});
+    markAllDirty();
+    return;
+  }
 }
 
 void WorkspaceIndex::markDirty(Node& node) {

@@ -14,7 +14,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +57,11 @@ class WorkspaceIndex {
   void judgeDir(Node& node);
   void watch(Node& node);
   void forget(Node& node);
+  // Hard links: notes the identity of a file the read rules deny, and hides another name of
+  // one that has several (`ln .env notes.txt`).
+  void noteLinks(const Node& node, int dir_fd, std::string_view name, PathActions& actions);
+  // A denied file that gained a name since it was read: everything is read again.
+  void checkDeniedLinks();
   void markDirty(Node& node);
   void markAllDirty();
   // Appends the masks below `node`, whose entries are writable as its mounts leave them when
@@ -66,8 +73,14 @@ class WorkspaceIndex {
   UniqueFd inotify_;
   std::vector<std::unique_ptr<Node>> tops_;
   std::unordered_map<int, Node*> by_wd_;
-  std::vector<Node*> polled_;         // directories inotify could not watch
-  std::vector<Node*> dirty_;          // directories to read again
+  std::vector<Node*> polled_;  // directories inotify could not watch
+  std::vector<Node*> dirty_;   // directories to read again
+  struct Stamp {
+    uint64_t dev, ino, nlink;
+  };
+  std::map<std::string, Stamp> denied_;             // each file hidden by its name
+  std::set<std::pair<uint64_t, uint64_t>> linked_;  // those of them with other names
+  bool links_grew_ = false;
   const FileRules* rules_ = nullptr;  // what the index was judged by
   std::shared_ptr<const FileRules> rules_hold_;
   uint64_t generation_ = 0;  // moves whenever the index changes

@@ -154,6 +154,23 @@ TEST_P(WorkspaceIndexTest, ASymlinkIsNotFollowedAndNewRulesJudgeAgain) {
   EXPECT_GT(index.stats().dir_reads, before);
 }
 
+TEST_P(WorkspaceIndexTest, AnotherNameOfASecretIsHiddenToo) {
+  touch(root / "k.secret", "s");
+  touch(root / "plain.txt");
+  fs::create_hard_link(root / "plain.txt", root / "plain2.txt");  // harmless links stay
+  fs::create_directories(root / "deep" / "er");
+  fs::create_hard_link(root / "k.secret", root / "deep" / "er" / "notes.txt");
+  auto masks = index.masks(view());
+  EXPECT_TRUE(has(*masks, FileMask::kHideFile, root / "deep" / "er" / "notes.txt"));
+  EXPECT_EQ(masks->size(), 2u);
+  // A name made later, outside the sandbox, in a directory the index has already read.
+  if (!GetParam()) usleep(60'000);
+  fs::create_hard_link(root / "k.secret", root / "late.txt");
+  masks = index.masks(view());
+  EXPECT_TRUE(has(*masks, FileMask::kHideFile, root / "late.txt"));
+  EXPECT_EQ(masks->size(), 3u);
+}
+
 TEST_P(WorkspaceIndexTest, NoRulesNoMasks) {
   touch(root / "k.secret");
   EXPECT_TRUE(index.masks(FileView{})->empty());
