@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -122,7 +121,17 @@ def snapshot(root, names):
 PROTECTED = [".git/config", ".vscode/settings.json", ".mcp.json"]
 
 
-class KernelRules(unittest.TestCase):
+class ServerCase(unittest.TestCase):
+    """A server on a fresh workspace for the whole class (set up by each subclass)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.client.close()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+
+class KernelRules(ServerCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="byd-kr-")
@@ -131,12 +140,6 @@ class KernelRules(unittest.TestCase):
         cls.protected = snapshot(cls.root, PROTECTED)
         cls.client = Client(BINARY, "--root", cls.root, "--log-level", "warn",
                             "--ruleset", "permissive", *EXTRA)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.client.close()
-        cls.tmp.cleanup()
-        assert code == 0, f"server exit code {code}"
 
     def tearDown(self):
         # The host's secrets and protected files are as they were, and the server serves.
@@ -287,7 +290,7 @@ class WithoutTheMasks(unittest.TestCase):
                 self.assertIn("# changed", f.read())
 
 
-class Approval(unittest.TestCase):
+class Approval(ServerCase):
     """A command allowed outright gets only what the rules allow outright; one the user
     approved may also write what asks; a rule's deny holds either way."""
 
@@ -304,12 +307,6 @@ class Approval(unittest.TestCase):
             json.dump(rules, f)
         cls.client = ElicitingClient(BINARY, "--root", cls.root, "--log-level", "warn",
                                      "--ruleset", cls.rules_file, *EXTRA)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.client.close()
-        cls.tmp.cleanup()
-        assert code == 0, f"server exit code {code}"
 
     def test_outright_is_read_only_and_approved_may_write(self):
         asked = len(self.client.asked)
