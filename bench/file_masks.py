@@ -92,7 +92,7 @@ def measure(root, calls, binary, deep_dir):
 
 def report(name, r, target):
     diff = r["on"] - r["off"]
-    print("%-34s p50 %.2f ms with masks, %.2f ms without: +%.2f ms (target +%.1f ms) %s" %
+    print("%-34s p50 %.2f ms with masks, %.2f ms without: %+.2f ms (target +%.1f ms) %s" %
           (name, r["on"], r["off"], diff, target, "PASS" if diff <= target else "MISS"))
     print("%-34s first call %.1f ms with masks (the whole tree read), %.1f ms without; "
           "after a file is added deep: p50 %.2f ms" % ("", r["first_on"], r["first_off"],
