@@ -125,7 +125,8 @@ json build(const char* name, const char* description, const char* global, const 
           {"delete", section(write, concat(concat(secrets, protectedPathRules()), write_extra))},
           {"execute",
            section(run, concat(json::array({secretCommandRule()}), dangerousCommandRules()))},
-          {"python", section(run, json::array({secretPythonRule()}))}};
+          {"python", section(run, json::array({secretPythonRule()}))},
+          {"network", section("deny", json::array())}};
 }
 
 }  // namespace

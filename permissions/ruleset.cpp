@@ -14,7 +14,8 @@ namespace byd::permissions {
 namespace {
 
 constexpr std::array<std::string_view, kOperationCount> kOperationNames = {
-    "read", "write", "edit", "ls", "glob", "grep", "execute", "python", "mkdir", "move", "delete"};
+    "read",    "write",  "edit",  "ls",   "glob",   "grep",
+    "execute", "python", "mkdir", "move", "delete", "network"};
 
 bool judgedAsWrite(Operation op) {
   return op == Operation::kMkdir || op == Operation::kMove || op == Operation::kDelete;
@@ -127,7 +128,8 @@ Result<Ruleset::Rule> Ruleset::compileRule(Operation op, const nlohmann::json& r
                          compileRegex(flags + commandPatternToRegex(out.text), where + ".pattern"));
     return out;
   }
-  auto glob = GlobMatcher::compile(out.text, ignore_case);
+  // Host names are compared without regard to case: the target is lower-cased, so is the rule.
+  auto glob = GlobMatcher::compile(out.text, ignore_case || op == Operation::kNetwork);
   if (!glob.ok()) return invalidArgument(where + ".pattern: " + glob.status().message());
   out.glob = std::move(*glob);
   return out;
@@ -247,19 +249,23 @@ Decision Ruleset::decide(Operation op, std::string_view target) const {
     }
   }
   if (ops.fallback) return {*ops.fallback, name + " default", ""};
+  // The sandbox has had no network: a ruleset opens it only by saying so in its own section.
+  if (op == Operation::kNetwork) return {Action::kDeny, "network (no section: denied)", ""};
   return {fallback_, "global default", ""};
 }
 
 bool Ruleset::alwaysDenied(Operation op) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
-  if (ops.fallback.value_or(fallback_) != Action::kDeny) return false;
+  const Action fallback = op == Operation::kNetwork ? Action::kDeny : fallback_;
+  if (ops.fallback.value_or(fallback) != Action::kDeny) return false;
   return std::all_of(ops.actions.begin(), ops.actions.end(),
                      [](Action a) { return a == Action::kDeny; });
 }
 
 bool Ruleset::mayAsk() const {
   for (const OperationRules& ops : ops_) {
-    if (ops.fallback.value_or(fallback_) == Action::kAsk) return true;
+    const Action fallback = ops.named == Operation::kNetwork ? Action::kDeny : fallback_;
+    if (ops.fallback.value_or(fallback) == Action::kAsk) return true;
     if (std::find(ops.actions.begin(), ops.actions.end(), Action::kAsk) != ops.actions.end()) {
       return true;
     }

@@ -41,9 +41,10 @@ enum class Operation {
   kPython,
   kMkdir,
   kMove,
-  kDelete
+  kDelete,
+  kNetwork  // a connection from inside the sandbox: "host:port", host lower-cased
 };
-inline constexpr size_t kOperationCount = 11;
+inline constexpr size_t kOperationCount = 12;
 
 std::string_view actionName(Action a);
 std::string_view operationName(Operation op);
