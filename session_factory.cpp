@@ -87,7 +87,7 @@ Result<SessionStack> openDocker(const Config& config, bool warm) {
 // `warm`: the stack can be warmed up (SessionStack::warmUp: stdio, and the first HTTP
 // session); otherwise the sandbox is checked and its helper and kernels started when first
 // needed (further HTTP sessions: an idle one then costs no processes).
-Result<SessionStack> openStack(const Config& c, bool warm) {
+Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Guard& guard) {
   SessionStack out;
   if (c.backend == "state") {
     BYD_ASSIGN_OR_RETURN(auto state, StateBackend::open(c.state_file, c.state_sync));
@@ -103,6 +103,8 @@ Result<SessionStack> openStack(const Config& c, bool warm) {
   options.isolate = c.sandbox != "none";
   options.limits = c.sandbox_limits;
   options.user = c.sandbox_user;
+  // The proxy's port inside the sandbox, when the rules may let anything out.
+  if (!guard.ruleset().alwaysDenied(permissions::Operation::kNetwork)) options.proxy_port = 3128;
   // Tests only: a comma-separated list of layers to leave out (see SandboxOptions::without).
   if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT")) {
     options.without = splitList(without, ',');
@@ -171,7 +173,7 @@ SessionFactory::SessionFactory(const Config& config, const permissions::Guard& g
     : config_(config), guard_(guard) {}
 
 Result<SessionStack> SessionFactory::open(const Config& config, bool warm) const {
-  BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm));
+  BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm, guard_));
   stack.tools = offeredTools(*stack.backend, guard_);
   stack.instructions = instructionsFor(stack, guard_);
   return stack;

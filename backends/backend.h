@@ -23,6 +23,10 @@
 
 namespace byd {
 
+namespace egress {
+class NetworkPolicy;
+}
+
 enum class FileType { kFile, kDir, kSymlink, kOther };
 std::string_view fileTypeName(FileType type);
 
@@ -68,6 +72,8 @@ struct ExecRequest {
   std::function<void(std::string_view line)> on_progress;
   // What the command may do to the workspace's files, enforced where it runs.
   FileView view;
+  // What it may reach over the network (null: nothing).
+  std::shared_ptr<egress::NetworkPolicy> network;
 };
 
 struct ExecResult {
@@ -93,6 +99,8 @@ struct PythonRequest {
   size_t max_output = 100 * 1024;
   // What the cell may do to the workspace's files, enforced where it runs.
   FileView view;
+  // What it may reach over the network (null: nothing).
+  std::shared_ptr<egress::NetworkPolicy> network;
 };
 
 struct PythonResult {

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "permissions/network_rules.h"
+
 namespace byd::permissions {
 
 Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
@@ -222,7 +224,11 @@ Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const Can
   if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
   ExecRequest viewed = request;
   viewed.view = {guard_.fileRules(), approved};
-  return inner_.executor()->execute(viewed, cancel);
+  const auto network = std::make_shared<NetworkRules>(guard_, approver_, "execute");
+  viewed.network = network;
+  Result<ExecResult> result = inner_.executor()->execute(viewed, cancel);
+  network->detach();
+  return result;
 }
 
 Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
@@ -232,7 +238,11 @@ Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
   if (denied_files_ != nullptr) denied_files_->invalidate();
   PythonRequest viewed = request;
   viewed.view = {guard_.fileRules(), approved};
-  return inner_.executor()->runPython(viewed, cancel);
+  const auto network = std::make_shared<NetworkRules>(guard_, approver_, "run_python");
+  viewed.network = network;
+  Result<PythonResult> result = inner_.executor()->runPython(viewed, cancel);
+  network->detach();
+  return result;
 }
 
 }  // namespace byd::permissions

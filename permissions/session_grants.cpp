@@ -95,4 +95,16 @@ std::vector<SessionGrant> SessionGrants::all() const {
   return out;
 }
 
+std::optional<bool> SessionGrants::networkAnswer(const std::string& target) const {
+  std::lock_guard lock(mu_);
+  const auto it = network_.find(target);
+  if (it == network_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SessionGrants::setNetworkAnswer(const std::string& target, bool allowed) {
+  std::lock_guard lock(mu_);
+  network_[target] = allowed;
+}
+
 }  // namespace byd::permissions

@@ -4,6 +4,7 @@
 // grant only turns an "ask" into allow; a rule that denies still denies. One per MCP session;
 // safe to use from several threads at once.
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,11 @@ class SessionGrants {
   void add(const SessionGrant& grant);
   std::vector<SessionGrant> all() const;
 
+  // What the user answered about reaching a network target ("host:port"), which holds for
+  // the rest of the session, yes or no.
+  std::optional<bool> networkAnswer(const std::string& target) const;
+  void setNetworkAnswer(const std::string& target, bool allowed);
+
  private:
   struct Entry {
     SessionGrant grant;
@@ -57,6 +63,7 @@ class SessionGrants {
   };
   mutable std::mutex mu_;
   std::vector<Entry> entries_;
+  std::map<std::string, bool> network_;
 };
 
 }  // namespace byd::permissions

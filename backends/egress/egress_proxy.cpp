@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/egress/address_policy.h"
+#include "backends/egress/network_policy.h"
 
 namespace byd::egress {
 namespace {
@@ -213,8 +214,9 @@ void relay(int a, int b, int stop) {
   }
 }
 
-void logAttempt(const Target& t, const Verdict& v, std::string_view outcome) {
-  spdlog::info("network: {} {} ({}){}", v.allow ? "allowed" : "refused", t.text(), v.rule,
+// `outcome`: why it was refused or could not be reached ("" once connected).
+void logAttempt(const Target& t, const Verdict& v, bool refused, std::string_view outcome) {
+  spdlog::info("network: {} {} ({}){}", refused ? "refused" : "allowed", t.text(), v.rule,
                outcome.empty() ? "" : ": " + std::string(outcome));
 }
 
@@ -347,14 +349,14 @@ void Proxy::handle(UniqueFd client) {
                                         static_cast<unsigned char>(req[end + 1]));
     const Verdict verdict = judge_(target.host, target.port);
     if (!verdict.allow) {
-      logAttempt(target, verdict, verdict.reason);
+      logAttempt(target, verdict, true, verdict.reason);
       reply(0x02);  // connection not allowed by ruleset
       return;
     }
     std::string why;
     bool forbidden = false;
     UniqueFd upstream = reach(target, verdict, stop, why, forbidden);
-    logAttempt(target, verdict, why);
+    logAttempt(target, verdict, forbidden, why);
     if (!upstream.valid()) {
       reply(forbidden ? 0x02 : 0x05);
       return;
@@ -405,7 +407,7 @@ void Proxy::handle(UniqueFd client) {
   }
   const Verdict verdict = judge_(target->host, target->port);
   if (!verdict.allow) {
-    logAttempt(*target, verdict, verdict.reason);
+    logAttempt(*target, verdict, true, verdict.reason);
     answer(403, "Forbidden",
            "backyard-mcp: network denied for " + target->text() + ": " + verdict.reason + " (" +
                verdict.rule + ")\n");
@@ -414,7 +416,7 @@ void Proxy::handle(UniqueFd client) {
   std::string why;
   bool forbidden = false;
   UniqueFd upstream = reach(*target, verdict, stop, why, forbidden);
-  logAttempt(*target, verdict, why);
+  logAttempt(*target, verdict, forbidden, why);
   if (!upstream.valid()) {
     answer(forbidden ? 403 : 502, forbidden ? "Forbidden" : "Bad Gateway",
            "backyard-mcp: network " + std::string(forbidden ? "denied" : "failed") + " for " +
@@ -441,6 +443,14 @@ void Proxy::handle(UniqueFd client) {
   }
   if (!rest.empty() && !writeAll(upstream.get(), rest, stop)) return;
   relay(client.get(), upstream.get(), stop);
+}
+
+std::vector<std::string> proxyEnvironment(uint16_t port) {
+  const std::string http = "http://127.0.0.1:" + std::to_string(port);
+  const std::string socks = "socks5h://127.0.0.1:" + std::to_string(port);
+  return {"http_proxy=" + http,           "https_proxy=" + http,         "HTTP_PROXY=" + http,
+          "HTTPS_PROXY=" + http,          "ALL_PROXY=" + socks,          "all_proxy=" + socks,
+          "NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"};
 }
 
 }  // namespace byd::egress

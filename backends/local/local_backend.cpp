@@ -1,5 +1,7 @@
 #include "backends/local/local_backend.h"
 
+#include <spdlog/spdlog.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -298,6 +300,24 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
   sandbox_ = std::move(sandbox);
   sandbox_unavailable_ = std::move(why_not);
   index_.reset();
+  proxy_.reset();
+  if (sandbox_ && sandbox_->proxyPort() != 0) {
+    proxy_ = std::make_unique<egress::Proxy>([this](const std::string& host, uint16_t port) {
+      std::shared_ptr<egress::NetworkPolicy> policy;
+      {
+        std::lock_guard lock(network_mu_);
+        policy = network_;
+      }
+      if (!policy)
+        return egress::Verdict{false, "network", "no call has opened the network", false};
+      return policy->judge(host, port);
+    });
+    sandbox_->setProxyListener([this](UniqueFd listener) {
+      if (Status s = proxy_->serve(std::move(listener)); !s.ok()) {
+        spdlog::warn("network: {}", s.message());
+      }
+    });
+  }
   if (sandbox_ && sandbox_->isolated()) {
     python_ = std::make_unique<PythonSessions>(*sandbox_, root_.dir(), std::move(python));
     std::vector<WorkspaceIndex::Root> roots = {{"", root_.dir()}};
@@ -306,8 +326,15 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
   }
 }
 
+void LocalBackend::takeNetwork(const std::shared_ptr<egress::NetworkPolicy>& policy) {
+  if (!policy) return;
+  std::lock_guard lock(network_mu_);
+  network_ = policy;
+}
+
 Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
                                              const CancelToken& cancel) {
+  takeNetwork(request.network);
   if (!python_) {
     return failedPrecondition(
         "Python cannot run: " +
@@ -347,6 +374,7 @@ Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const Cance
   run.max_output = request.max_output;
   run.on_progress = request.on_progress;
   if (index_) run.masks = index_->masks(request.view);
+  takeNetwork(request.network);
   return sandbox_->run(run, cancel);
 }
 

@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/egress/network_policy.h"
 #include "backends/local/path_resolver.h"
 #include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
@@ -91,6 +93,12 @@ class LocalBackend : public Backend, public Executor {
   std::string sandbox_unavailable_;
   std::unique_ptr<PythonSessions> python_;  // after sandbox_: stopped before it
   std::unique_ptr<WorkspaceIndex> index_;   // what the sandbox masks, when it can
+  // The sandbox's way out, when its rules may open one, and what judges it: the latest
+  // call's policy.
+  void takeNetwork(const std::shared_ptr<egress::NetworkPolicy>& policy);
+  std::mutex network_mu_;
+  std::shared_ptr<egress::NetworkPolicy> network_;
+  std::unique_ptr<egress::Proxy> proxy_;  // after network_: stopped before it
 };
 
 }  // namespace byd

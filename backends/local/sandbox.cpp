@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/egress/network_policy.h"
 #include "backends/local/sandbox_cgroup.h"
 #include "common/supervisor.h"
 
@@ -368,6 +369,7 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   // Its options: how commands drop the server's identity, and the layers a test left out.
   std::string helper_options = prepared_.identity.changesUid() ? "setuid" : "userns";
   for (const std::string& layer : options_.without) helper_options += ",no-" + layer;
+  if (options_.proxy_port != 0) helper_options += ",proxy=" + std::to_string(options_.proxy_port);
   request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(helper_end.get()),
                   helper_options};
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
@@ -375,6 +377,21 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   request.env = {"PATH=/usr/bin:/bin"};
   BYD_ASSIGN_OR_RETURN(Started started, spawn(request, {helper_end.get(), prepared_.exe_fd.get()},
                                               /*stdin_pipe=*/false));
+  if (options_.proxy_port != 0) {
+    // Its first message: the proxy's listener in its network namespace.
+    pollfd p{control.get(), POLLIN, 0};
+    std::string payload;
+    std::vector<int> fds;
+    const ssize_t n =
+        poll(&p, 1, 10000) == 1 ? zygote::receiveMessage(control.get(), payload, fds) : -1;
+    std::vector<UniqueFd> got(fds.begin(), fds.end());
+    if (n <= 0 || payload[0] != zygote::kListener || got.size() != 1) {
+      kill(started.pid, SIGKILL);
+      waitpid(started.pid, nullptr, 0);
+      return internalError("the sandbox helper did not open the proxy's port");
+    }
+    if (proxy_listener_) proxy_listener_(std::move(got[0]));
+  }
   helper_ = std::make_shared<ZygoteClient>(started.pid, std::move(control),
                                            std::move(started.stderr_r), std::move(started.cgroup));
   return helper_;
@@ -396,8 +413,13 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
   if (extra_fds.size() + cgroup.procsFds().size() > 3) {
     return internalError("too many descriptors for one launch");
   }
+  std::vector<std::string> env = request.env;
+  if (options_.proxy_port != 0) {
+    for (std::string& v : egress::proxyEnvironment(options_.proxy_port))
+      env.push_back(std::move(v));
+  }
   nlohmann::json spec = {{"argv", request.argv},
-                         {"env", request.env},
+                         {"env", env},
                          {"cwd", request.cwd},
                          {"rlimits", rlimits()},
                          {"cgroups", cgroup.procsFds().size()}};

@@ -43,6 +43,10 @@ struct SandboxOptions {
   std::string bwrap = "/usr/bin/bwrap";
   SandboxLimits limits;
   std::string user;  // --sandbox-user: who a root server's commands are ("": the default)
+  // Non-zero: the sandbox's only way out is the server's proxy, reached on 127.0.0.1 of this
+  // port inside (its listener is handed to setProxyListener's callback), and every command
+  // and kernel is told so by the usual proxy variables.
+  uint16_t proxy_port = 0;
   // Tests only: layers left out, so that a test can show each one holds on its own. Any of
   // "landlock", "seccomp-setid" (the setuid/setgid refusals), "proc" (the read-only and masked
   // parts of /proc), "uid" (a root server's commands keep its uid) and "masks" (the file
@@ -94,6 +98,7 @@ class Sandbox {
   // One line for the start-up log: the layers in force (after verify()).
   const std::string& layers() const { return prepared_.layers; }
   bool isolated() const { return options_.isolate; }
+  uint16_t proxyPort() const { return options_.isolate ? options_.proxy_port : 0; }
   // Who sandboxed processes are on the host (see sandbox_identity.h; after verify()).
   const SandboxIdentity& identity() const { return prepared_.identity; }
 
@@ -117,6 +122,9 @@ class Sandbox {
   // SIGINT goes to the launched process alone, SIGTERM to every process of its namespace,
   // SIGKILL ends the namespace.
   static void signal(const Launched& process, int sig);
+  // Where the listening socket of each helper goes (one per helper: a new helper, a new
+  // network namespace). Before the first command.
+  void setProxyListener(std::function<void(UniqueFd)> take) { proxy_listener_ = std::move(take); }
   // Makes the masks of a launched process's namespace `masks` (its processes are stopped
   // while they change). An error ends the process: what it could see would not be what the
   // rules say.
@@ -156,6 +164,7 @@ class Sandbox {
     std::string layers;
   };
   mutable Prepared prepared_;
+  std::function<void(UniqueFd)> proxy_listener_;
   mutable std::mutex helper_mu_;
   mutable std::shared_ptr<ZygoteClient> helper_;
   mutable std::once_flag verified_once_;

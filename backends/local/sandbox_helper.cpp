@@ -7,6 +7,7 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -46,6 +47,7 @@ struct HelperOptions {
   bool setuid = false;  // commands become kSandboxInnerUid here, not root of a namespace
   // Layers a test may leave out (see SandboxOptions::without).
   bool landlock = true, refuse_setid = true, guard_proc = true, masks = true;
+  int proxy_port = 0;  // a listening socket on 127.0.0.1 of this port goes to the server
 };
 
 struct Spec {
@@ -455,6 +457,22 @@ int helperMain(int control, const std::vector<std::string>& writable,
     fprintf(stderr, "%s\n", bpf.status().message().c_str());
     return 1;
   }
+  if (options.proxy_port > 0) {
+    // The proxy's door on the sandbox's own loopback: the server accepts on it, from outside.
+    UniqueFd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(options.proxy_port));
+    if (!listener.valid() ||
+        bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        listen(listener.get(), 128) != 0 ||
+        !zygote::sendMessage(control, std::string(1, zygote::kListener), {listener.get()})) {
+      fprintf(stderr, "cannot listen for the proxy on 127.0.0.1:%d: %s\n", options.proxy_port,
+              strerror(errno));
+      return 1;
+    }
+  }
   std::string payload;
   std::vector<int> fds;
   Spare spare = makeSpare(control, writable, *bpf, options);
@@ -499,6 +517,7 @@ std::optional<int> runSandboxHelper(int argc, char** argv) {
     if (item == "no-seccomp-setid") options.refuse_setid = false;
     if (item == "no-proc") options.guard_proc = false;
     if (item == "no-masks") options.masks = false;
+    if (item.starts_with("proxy=")) options.proxy_port = atoi(item.c_str() + 6);
   }
   return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 4, argv + argc), options);
 }

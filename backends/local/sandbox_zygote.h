@@ -14,6 +14,8 @@
 //   helper -> server, run socket:     kStarted + [pidfd of the command's namespace init]
 //                                     kStatus + the command's wait status (int), or
 //                                     kError + text, when it could not start.
+//   helper -> server, control socket: kListener + [a listening socket on the sandbox's
+//                                     loopback], first, when the helper was asked for one
 //   server -> init, run socket:       kMasks + [memfd of {"masks": [...]}]: change the masks
 //                                     of a running process's namespace (a kernel's, between
 //                                     cells); answered kMasksDone, or kError + text.
@@ -44,7 +46,8 @@ enum Tag : char {
   kStatus = 'S',
   kError = 'E',
   kMasks = 'M',
-  kMasksDone = 'D'
+  kMasksDone = 'D',
+  kListener = 'L'
 };
 
 // One message, with up to eight descriptors; false when the peer has gone.

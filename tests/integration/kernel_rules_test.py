@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Client, text  # noqa: E402
+from mcp_client import Client, ElicitingClient, text  # noqa: E402
 
 BINARY = sys.argv.pop(1) if len(sys.argv) > 1 else "build/backyard-mcp"
 EXTRA = []
@@ -67,29 +67,6 @@ CELLS = [
     "import mmap\nf = open('config/server.k' + 'ey', 'rb')\n"
     "print(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)[:])",
 ]
-
-
-class ElicitingClient(Client):
-    """A client that can be asked, and answers every question with `self.answer`."""
-
-    def __init__(self, binary, *args):
-        super().__init__(binary, *args, initialize=False)
-        self.answer = True
-        self.asked = []
-        self.request("initialize", {"protocolVersion": "2025-06-18",
-                                    "capabilities": {"elicitation": {}},
-                                    "clientInfo": {"name": "integration", "version": "1"}})
-        self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-
-    def read_message(self, timeout=30):
-        while True:
-            m = super().read_message(timeout)
-            if m.get("method") != "elicitation/create":
-                return m
-            self.asked.append(m["params"]["message"])
-            reply = {"jsonrpc": "2.0", "id": m["id"],
-                     "result": {"action": "accept", "content": {"approve": self.answer}}}
-            self.send_raw(json.dumps(reply).encode() + b"\n")
 
 
 def make_workspace(root):

@@ -75,5 +75,28 @@ class Client:
         return code
 
 
+class ElicitingClient(Client):
+    """A client that can be asked, and answers every question with `self.answer`."""
+
+    def __init__(self, binary, *args):
+        super().__init__(binary, *args, initialize=False)
+        self.answer = True
+        self.asked = []
+        self.request("initialize", {"protocolVersion": "2025-06-18",
+                                    "capabilities": {"elicitation": {}},
+                                    "clientInfo": {"name": "integration", "version": "1"}})
+        self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def read_message(self, timeout=30):
+        while True:
+            m = super().read_message(timeout)
+            if m.get("method") != "elicitation/create":
+                return m
+            self.asked.append(m["params"]["message"])
+            reply = {"jsonrpc": "2.0", "id": m["id"],
+                     "result": {"action": "accept", "content": {"approve": self.answer}}}
+            self.send_raw(json.dumps(reply).encode() + b"\n")
+
+
 def text(result):
     return result["content"][0]["text"]

@@ -1,0 +1,252 @@
+"""End to end: the sandbox reaches the network only through the server's proxy, and only what
+the ruleset's `network` rules allow. A local HTTP server on 127.0.0.2 stands for the internet
+(no packet leaves the machine); it also serves a PEP 503 simple index of a wheel this test
+builds, standing for PyPI. curl, pip and urllib reach an allowed HOST:PORT through the proxy;
+another port is refused with a reason; a direct connection that ignores the proxy fails;
+localhost and 127.0.0.1 are refused even under a rule that allows every target; and without a
+rule that allows any target there is no proxy and no route.
+
+Usage: network_test.py BINARY [--backend docker --runtime runc|runsc]
+"""
+
+import base64
+import hashlib
+import http.server
+import json
+import os
+import sys
+import tempfile
+import threading
+import unittest
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcp_client import Client, ElicitingClient, text  # noqa: E402
+
+BINARY = sys.argv.pop(1) if len(sys.argv) > 1 else "build/backyard-mcp"
+EXTRA = []
+while len(sys.argv) > 2 and sys.argv[1] in ("--backend", "--runtime"):
+    EXTRA += [sys.argv.pop(1), sys.argv.pop(1)]
+
+PAGE = "hello from the internet stand-in"
+
+
+def build_wheel(directory, name="tinypkg", version="1.0"):
+    """A minimal pure-Python wheel, written by hand (no build tools, no index)."""
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": "VALUE = 42\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    record = []
+    for path, body in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(body)}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    wheel = os.path.join(directory, f"{name}-{version}-py3-none-any.whl")
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, body in files.items():
+            z.writestr(path, body)
+    return os.path.basename(wheel)
+
+
+class Internet:
+    """An HTTP server on 127.0.0.2, port chosen by the kernel: / answers PAGE, /simple/ is a
+    PEP 503 index of the wheels in its directory."""
+
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="byd-net-")
+        self.wheel = build_wheel(self.dir.name)
+        self.hits = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.hits.append(self.path)
+                if self.path == "/":
+                    body, kind = PAGE.encode(), "text/plain"
+                elif self.path in ("/simple/", "/simple/tinypkg/"):
+                    links = "".join(f'<a href="/files/{outer.wheel}">{outer.wheel}</a>'
+                                    for _ in [0])
+                    body, kind = f"<html><body>{links}</body></html>".encode(), "text/html"
+                elif self.path == f"/files/{outer.wheel}":
+                    with open(os.path.join(outer.dir.name, outer.wheel), "rb") as f:
+                        body, kind = f.read(), "application/octet-stream"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.dir.cleanup()
+
+
+class Network(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.net = Internet()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-net-ws-")
+        cls.root = os.path.join(cls.tmp.name, "ws")
+        os.makedirs(cls.root)
+        rules = {"extends": "permissive", "name": "net",
+                 "network": {"rules": [
+                     {"pattern": f"127.0.0.2:{cls.net.port}", "action": "allow"},
+                     {"pattern": "*", "action": "allow"}]}}
+        cls.rules = os.path.join(cls.tmp.name, "rules.json")
+        with open(cls.rules, "w") as f:
+            json.dump(rules, f)
+        cls.client = Client(BINARY, "--root", cls.root, "--log-level", "info",
+                            "--ruleset", cls.rules, *EXTRA)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.client.close()
+        cls.net.close()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+        # Every attempt is logged with target, decision and rule.
+        assert f"network: allowed 127.0.0.2:{cls.net.port} (network rule 1" in cls.client.stderr
+        assert "network: refused" in cls.client.stderr
+
+    def tearDown(self):
+        self.assertTrue(self.client.ping())
+
+    def run_cmd(self, command):
+        r = self.client.call("execute", command=command, timeout_s=60)
+        return r, text(r)
+
+    def test_curl_reaches_an_allowed_target_through_the_proxy(self):
+        r, body = self.run_cmd(f"curl -sS http://127.0.0.2:{self.net.port}/")
+        self.assertIn(PAGE, body)
+        r, body = self.run_cmd(f"curl -sS -x socks5h://127.0.0.1:3128 "
+                               f"http://127.0.0.2:{self.net.port}/")
+        self.assertIn(PAGE, body)
+
+    def test_python_urllib_reaches_it_from_execute_and_run_python(self):
+        code = f"import urllib.request; print(urllib.request.urlopen('http://127.0.0.2:{self.net.port}/').read().decode())"
+        r, body = self.run_cmd(f'python3 -c "{code}"')
+        self.assertIn(PAGE, body)
+        r = self.client.call("run_python", code=code)
+        self.assertIn(PAGE, text(r))
+
+    def test_pip_downloads_from_a_local_index_through_the_proxy(self):
+        r, body = self.run_cmd(
+            f"python3 -m pip download --no-deps --disable-pip-version-check -q -d /tmp/dl "
+            f"--index-url http://127.0.0.2:{self.net.port}/simple/ tinypkg && ls /tmp/dl")
+        self.assertIn(self.net.wheel, body)
+        self.assertIn(f"/files/{self.net.wheel}", self.net.hits)
+
+    def test_another_port_is_refused_with_a_reason(self):
+        other = self.net.port + 1 if self.net.port < 65535 else self.net.port - 1
+        r, body = self.run_cmd(f"curl -sS -i http://127.0.0.2:{other}/")
+        self.assertIn("403", body)
+        self.assertIn(f"network denied for 127.0.0.2:{other}", body)
+        self.assertIn("127.0.0.2 is loopback, which only a rule naming that IP literal opens",
+                      body)
+
+    def test_a_direct_connection_that_ignores_the_proxy_fails(self):
+        hits = len(self.net.hits)
+        r, body = self.run_cmd(f"curl -sS --noproxy '*' -m 5 http://127.0.0.2:{self.net.port}/;"
+                               " echo rc=$?")
+        self.assertNotIn(PAGE, body)
+        self.assertNotIn("rc=0", body)
+        code = ("import socket\ns = socket.socket()\ns.settimeout(5)\n"
+                f"print('connected' if s.connect_ex(('127.0.0.2', {self.net.port})) == 0 "
+                "else 'no route')")
+        self.assertIn("no route", text(self.client.call("run_python", code=code)))
+        self.assertEqual(len(self.net.hits), hits)
+
+    def test_localhost_and_loopback_are_refused_even_under_a_rule_for_everything(self):
+        for host in ("localhost", "127.0.0.1", "[::1]"):
+            with self.subTest(host=host):
+                r, body = self.run_cmd(f"curl -sS -i --noproxy '' -x http://127.0.0.1:3128 "
+                                       f"http://{host}:{self.net.port}/")
+                self.assertIn("403", body)
+                self.assertIn("is loopback", body)
+                self.assertNotIn(PAGE, body)
+
+
+class AskedNetwork(unittest.TestCase):
+    """A target whose rule asks: the user is asked (by elicitation) while the call lasts, and
+    the answer holds for the session."""
+
+    def test_ask_then_the_answer_holds(self):
+        net = Internet()
+        with tempfile.TemporaryDirectory(prefix="byd-net-ws-") as tmp:
+            root = os.path.join(tmp, "ws")
+            os.makedirs(root)
+            rules = os.path.join(tmp, "rules.json")
+            with open(rules, "w") as f:
+                json.dump({"extends": "permissive", "name": "asks", "network": {"rules": [
+                    {"pattern": f"127.0.0.2:{net.port}", "action": "ask"}]}}, f)
+            c = ElicitingClient(BINARY, "--root", root, "--log-level", "warn", "--ruleset", rules,
+                                *EXTRA)
+            try:
+                fetch = f"curl -sS -i http://127.0.0.2:{net.port}/"
+                c.answer = True
+                body = text(c.call("execute", command=fetch + "; " + fetch, timeout_s=30))
+                self.assertEqual(body.count(PAGE), 2, body)
+                self.assertEqual(len(c.asked), 1)
+                self.assertIn(f"execute wants to reach 127.0.0.2:{net.port}", c.asked[0])
+                # The answer holds for the session: a later call, from Python, is not asked.
+                code = ("import urllib.request; print(urllib.request.urlopen("
+                        f"'http://127.0.0.2:{net.port}/').read().decode())")
+                self.assertIn(PAGE, text(c.call("run_python", code=code)))
+                self.assertEqual(len(c.asked), 1)
+            finally:
+                c.close()
+            c = ElicitingClient(BINARY, "--root", root, "--log-level", "warn", "--ruleset", rules,
+                                *EXTRA)
+            try:
+                c.answer = False
+                for _ in range(2):
+                    body = text(c.call("execute", command=fetch, timeout_s=30))
+                    self.assertIn("403", body)
+                    self.assertNotIn(PAGE, body)
+                self.assertEqual(len(c.asked), 1)  # a no holds as well
+            finally:
+                c.close()
+                net.close()
+
+
+class NoNetwork(unittest.TestCase):
+    """Without a rule that allows any target (every preset): no proxy, no variables, no route."""
+
+    def test_no_proxy_and_no_route(self):
+        net = Internet()
+        with tempfile.TemporaryDirectory(prefix="byd-net-ws-") as root:
+            c = Client(BINARY, "--root", root, "--log-level", "warn", "--ruleset", "permissive",
+                       *EXTRA)
+            try:
+                r = c.call("execute", command="env | grep -ci proxy; "
+                           f"curl -sS -m 5 http://127.0.0.2:{net.port}/; "
+                           "curl -sS -m 5 -x http://127.0.0.1:3128 "
+                           f"http://127.0.0.2:{net.port}/; echo done", timeout_s=30)
+                body = text(r)
+                self.assertIn("done", body)
+                self.assertNotIn(PAGE, body)
+                self.assertTrue(r["structuredContent"]["stdout"].startswith("0\n"), body)
+            finally:
+                c.close()
+                net.close()
+            self.assertEqual(net.hits, [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
