@@ -16,12 +16,9 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Client, ElicitingClient, text  # noqa: E402
+from mcp_client import Client, ElicitingClient, binary_and_backend, text  # noqa: E402
 
-BINARY = sys.argv.pop(1) if len(sys.argv) > 1 else "build/backyard-mcp"
-EXTRA = []
-while len(sys.argv) > 2 and sys.argv[1] in ("--backend", "--runtime"):
-    EXTRA += [sys.argv.pop(1), sys.argv.pop(1)]
+BINARY, EXTRA = binary_and_backend(sys.argv)
 
 SECRET = "s3cr3t-4c1e-rules"
 KEY = "k3y-9b2f-material"

@@ -98,5 +98,15 @@ class ElicitingClient(Client):
             self.send_raw(json.dumps(reply).encode() + b"\n")
 
 
+def binary_and_backend(argv):
+    """Takes the server binary and any `--backend NAME` and `--runtime NAME` off the front of
+    `argv` (leaving the rest to unittest): (binary, extra server arguments)."""
+    binary = argv.pop(1) if len(argv) > 1 else "build/backyard-mcp"
+    extra = []
+    while len(argv) > 2 and argv[1] in ("--backend", "--runtime"):
+        extra += [argv.pop(1), argv.pop(1)]
+    return binary, extra
+
+
 def text(result):
     return result["content"][0]["text"]

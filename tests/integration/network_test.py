@@ -21,12 +21,9 @@ import unittest
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Client, ElicitingClient, text  # noqa: E402
+from mcp_client import Client, ElicitingClient, binary_and_backend, text  # noqa: E402
 
-BINARY = sys.argv.pop(1) if len(sys.argv) > 1 else "build/backyard-mcp"
-EXTRA = []
-while len(sys.argv) > 2 and sys.argv[1] in ("--backend", "--runtime"):
-    EXTRA += [sys.argv.pop(1), sys.argv.pop(1)]
+BINARY, EXTRA = binary_and_backend(sys.argv)
 
 PAGE = "hello from the internet stand-in"
 
