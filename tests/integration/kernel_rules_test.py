@@ -241,6 +241,32 @@ class KernelRules(ServerCase):
         shutil.rmtree(os.path.join(self.root, fresh))
 
 
+class AllowedDirectory(unittest.TestCase):
+    """An --allow directory is masked as the workspace is."""
+
+    def test_a_secret_in_an_allowed_directory_is_masked(self):
+        if EXTRA:
+            self.skipTest("--allow is the Local backend's")
+        with tempfile.TemporaryDirectory(prefix="byd-kr-") as tmp:
+            root, extra = os.path.join(tmp, "ws"), os.path.join(tmp, "shared")
+            os.makedirs(root)
+            os.makedirs(os.path.join(extra, "conf"))
+            with open(os.path.join(extra, "conf", "id_rsa"), "w") as f:
+                f.write(KEY + "\n")
+            with open(os.path.join(extra, "notes.txt"), "w") as f:
+                f.write("shared notes\n")
+            c = Client(BINARY, "--root", root, "--allow", extra, "--log-level", "warn",
+                       "--ruleset", "permissive")
+            try:
+                r = c.call("execute", command=f"cat {extra}/notes.txt; cat {extra}/conf/*; "
+                           f"grep -r k3y {extra}; true", timeout_s=20)
+                self.assertIn("shared notes", text(r))
+                self.assertIn("Permission denied", text(r))
+                self.assertNotIn(KEY, json.dumps(r))
+            finally:
+                c.close()
+
+
 class WithoutTheMasks(unittest.TestCase):
     """The same spellings with the masks layer left out (a test-only switch): the secret is
     printed, so the tests above can fail."""
