@@ -101,7 +101,10 @@ Status Sandbox::prepare() const {
               without("proc") ? "/proc as the kernel gives it (TEST: proc layer off)"
                               : "/proc/sys and kin read-only",
               without("masks") ? "the workspace unmasked (TEST: masks layer off)"
-                               : "the file rules mounted into each command's view"};
+                               : "the file rules mounted into each command's view",
+              options_.proxy_port != 0 ? "network only through the server's proxy (127.0.0.1:" +
+                                             std::to_string(options_.proxy_port) + " inside)"
+                                       : "no network"};
     for (const std::string& layer : options_.without) {
       spdlog::warn("sandbox: the {} layer is OFF (a test-only setting)", layer);
     }
