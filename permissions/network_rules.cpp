@@ -43,6 +43,7 @@ egress::Verdict NetworkRules::judge(const std::string& host, uint16_t port) {
     std::optional<bool> known = grants != nullptr ? grants->networkAnswer(t) : std::nullopt;
     if (const auto it = answers_.find(t); !known && it != answers_.end()) known = it->second;
     if (known) {
+      answers_[t] = *known;  // so that it holds here after the call too
       v.allow = *known;
       v.reason = v.allow ? "" : "the user said no for this session";
     } else {
