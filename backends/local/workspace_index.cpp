@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 
@@ -103,8 +104,8 @@ void WorkspaceIndex::watch(Node& node) {
       return;
     }
     if (errno != ENOSPC && errno != ENOMEM) return;  // gone, or not a directory: read again
-    static bool said = false;
-    if (!std::exchange(said, true)) {
+    static std::atomic<bool> said{false};            // once per process, whichever index runs out
+    if (!said.exchange(true)) {
       spdlog::warn(
           "sandbox: no inotify watch left for {} (fs.inotify.max_user_watches); "
           "directories past it are polled for changes",
