@@ -4,8 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "permissions/network_rules.h"
-
 namespace byd::permissions {
 
 Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
@@ -221,28 +219,16 @@ Result<ExecResult> GuardedBackend::execute(const ExecRequest& request, const Can
   bool approved = false;
   BYD_RETURN_IF_ERROR(
       guard_.checkCommand(request.command, request.env, request.cwd, approver_, paths, &approved));
-  if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
-  ExecRequest viewed = request;
-  viewed.view = {guard_.fileRules(), approved};
-  const auto network = std::make_shared<NetworkRules>(guard_, approver_, "execute");
-  viewed.network = network;
-  Result<ExecResult> result = inner_.executor()->execute(viewed, cancel);
-  network->detach();
-  return result;
+  return runJudged(request, approved, "execute",
+                   [&](const ExecRequest& r) { return inner_.executor()->execute(r, cancel); });
 }
 
 Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
                                                const CancelToken& cancel) {
   bool approved = false;
   BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_, &approved));
-  if (denied_files_ != nullptr) denied_files_->invalidate();
-  PythonRequest viewed = request;
-  viewed.view = {guard_.fileRules(), approved};
-  const auto network = std::make_shared<NetworkRules>(guard_, approver_, "run_python");
-  viewed.network = network;
-  Result<PythonResult> result = inner_.executor()->runPython(viewed, cancel);
-  network->detach();
-  return result;
+  return runJudged(request, approved, "run_python",
+                   [&](const PythonRequest& r) { return inner_.executor()->runPython(r, cancel); });
 }
 
 }  // namespace byd::permissions

@@ -7,6 +7,7 @@
 // call; the counter is atomic because grep lists and reads from several threads.
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "backends/backend.h"
 #include "permissions/denied_files.h"
 #include "permissions/guard.h"
+#include "permissions/network_rules.h"
 
 namespace byd::permissions {
 
@@ -62,6 +64,19 @@ class GuardedBackend : public Backend, private Executor {
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   // The code is the target.
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
+  // Runs a judged call's `request` through `run` with the file view and the network rules
+  // of a call that was `approved` (or not); the network rules ask nobody once it has ended.
+  template <typename Request, typename Run>
+  auto runJudged(const Request& request, bool approved, const char* tool, Run run) {
+    if (denied_files_ != nullptr) denied_files_->invalidate();  // it may make links
+    Request viewed = request;
+    viewed.view = {guard_.fileRules(), approved};
+    const auto network = std::make_shared<NetworkRules>(guard_, approver_, tool);
+    viewed.network = network;
+    auto result = run(viewed);
+    network->detach();
+    return result;
+  }
   std::optional<Look> takeLook(const std::string& key) const;
   Status checkRead(const std::string& key) const;
   // The file `real` reaches must not be another name (a hard link) of one the read rules deny.

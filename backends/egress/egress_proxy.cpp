@@ -282,98 +282,106 @@ void Proxy::acceptLoop(int listener) {
 }
 
 void Proxy::handle(UniqueFd client) {
-  const int stop = stop_.get();
   std::string head;
-  if (!readMore(client.get(), head, stop, kHeadTimeoutMs)) return;
+  if (!readMore(client.get(), head, stop_.get(), kHeadTimeoutMs)) return;
   if (head[0] == 0x05) {
-    // SOCKS5: a greeting, then one CONNECT.
-    while (head.size() < 2 || head.size() < size_t{2} + static_cast<unsigned char>(head[1])) {
-      if (!readMore(client.get(), head, stop, kHeadTimeoutMs)) return;
-    }
-    const size_t methods = static_cast<unsigned char>(head[1]);
-    const bool no_auth = head.substr(2, methods).find('\0') != std::string::npos;
-    if (!writeAll(client.get(), std::string("\x05") + (no_auth ? '\0' : '\xff'), stop) ||
-        !no_auth) {
-      return;
-    }
-    std::string req = head.substr(2 + methods);
-    auto need = [&](size_t n) {
-      while (req.size() < n) {
-        if (!readMore(client.get(), req, stop, kHeadTimeoutMs)) return false;
-      }
-      return true;
-    };
-    auto reply = [&](char code) {
-      return writeAll(
-          client.get(),
-          std::string("\x05", 1) + code + std::string("\0\x01", 2) + std::string(6, '\0'), stop);
-    };
-    if (!need(5)) return;
-    if (req[1] != 0x01) {  // only CONNECT
-      reply(0x07);
-      return;
-    }
-    Target target;
-    size_t end = 0;
-    const char atyp = req[3];
-    if (atyp == 0x01 || atyp == 0x04) {
-      const size_t len = atyp == 0x01 ? 4 : 16;
-      if (!need(4 + len + 2)) return;
-      sockaddr_storage s{};
-      if (atyp == 0x01) {
-        auto& in = reinterpret_cast<sockaddr_in&>(s);
-        in.sin_family = AF_INET;
-        memcpy(&in.sin_addr, req.data() + 4, 4);
-      } else {
-        auto& in6 = reinterpret_cast<sockaddr_in6&>(s);
-        in6.sin6_family = AF_INET6;
-        memcpy(&in6.sin6_addr, req.data() + 4, 16);
-      }
-      target.host = addressText(s);
-      end = 4 + len;
-    } else if (atyp == 0x03) {
-      const size_t len = static_cast<unsigned char>(req[4]);
-      if (!need(5 + len + 2)) return;
-      auto parsed = parseAuthority(req.substr(5, len), 1);
-      if (!parsed) {
-        reply(0x01);
-        return;
-      }
-      target.host = parsed->host;
-      end = 5 + len;
-    } else {
-      reply(0x08);
-      return;
-    }
-    target.port = static_cast<uint16_t>((static_cast<unsigned char>(req[end]) << 8) |
-                                        static_cast<unsigned char>(req[end + 1]));
-    const Verdict verdict = judge_(target.host, target.port);
-    if (!verdict.allow) {
-      logAttempt(target, verdict, true, verdict.reason);
-      reply(0x02);  // connection not allowed by ruleset
-      return;
-    }
-    std::string why;
-    bool forbidden = false;
-    UniqueFd upstream = reach(target, verdict, stop, why, forbidden);
-    logAttempt(target, verdict, forbidden, why);
-    if (!upstream.valid()) {
-      reply(forbidden ? 0x02 : 0x05);
-      return;
-    }
-    if (!reply(0x00)) return;
-    const std::string rest = req.substr(end + 2);
-    if (!rest.empty() && !writeAll(upstream.get(), rest, stop)) return;
-    relay(client.get(), upstream.get(), stop);
+    socks5(client.get(), std::move(head));
+  } else {
+    http(client.get(), std::move(head));
+  }
+}
+
+// SOCKS5: a greeting, then one CONNECT.
+void Proxy::socks5(int client_fd, std::string head) {
+  const int stop = stop_.get();
+  while (head.size() < 2 || head.size() < size_t{2} + static_cast<unsigned char>(head[1])) {
+    if (!readMore(client_fd, head, stop, kHeadTimeoutMs)) return;
+  }
+  const size_t methods = static_cast<unsigned char>(head[1]);
+  const bool no_auth = head.substr(2, methods).find('\0') != std::string::npos;
+  if (!writeAll(client_fd, std::string("\x05") + (no_auth ? '\0' : '\xff'), stop) || !no_auth) {
     return;
   }
-  // HTTP: the request's head first.
+  std::string req = head.substr(2 + methods);
+  auto need = [&](size_t n) {
+    while (req.size() < n) {
+      if (!readMore(client_fd, req, stop, kHeadTimeoutMs)) return false;
+    }
+    return true;
+  };
+  auto reply = [&](char code) {
+    return writeAll(client_fd,
+                    std::string("\x05", 1) + code + std::string("\0\x01", 2) + std::string(6, '\0'),
+                    stop);
+  };
+  if (!need(5)) return;
+  if (req[1] != 0x01) {  // only CONNECT
+    reply(0x07);
+    return;
+  }
+  Target target;
+  size_t end = 0;
+  const char atyp = req[3];
+  if (atyp == 0x01 || atyp == 0x04) {
+    const size_t len = atyp == 0x01 ? 4 : 16;
+    if (!need(4 + len + 2)) return;
+    sockaddr_storage s{};
+    if (atyp == 0x01) {
+      auto& in = reinterpret_cast<sockaddr_in&>(s);
+      in.sin_family = AF_INET;
+      memcpy(&in.sin_addr, req.data() + 4, 4);
+    } else {
+      auto& in6 = reinterpret_cast<sockaddr_in6&>(s);
+      in6.sin6_family = AF_INET6;
+      memcpy(&in6.sin6_addr, req.data() + 4, 16);
+    }
+    target.host = addressText(s);
+    end = 4 + len;
+  } else if (atyp == 0x03) {
+    const size_t len = static_cast<unsigned char>(req[4]);
+    if (!need(5 + len + 2)) return;
+    auto parsed = parseAuthority(req.substr(5, len), 1);
+    if (!parsed) {
+      reply(0x01);
+      return;
+    }
+    target.host = parsed->host;
+    end = 5 + len;
+  } else {
+    reply(0x08);
+    return;
+  }
+  target.port = static_cast<uint16_t>((static_cast<unsigned char>(req[end]) << 8) |
+                                      static_cast<unsigned char>(req[end + 1]));
+  const Verdict verdict = judge_(target.host, target.port);
+  if (!verdict.allow) {
+    logAttempt(target, verdict, true, verdict.reason);
+    reply(0x02);  // connection not allowed by ruleset
+    return;
+  }
+  std::string why;
+  bool forbidden = false;
+  UniqueFd upstream = reach(target, verdict, stop, why, forbidden);
+  logAttempt(target, verdict, forbidden, why);
+  if (!upstream.valid()) {
+    reply(forbidden ? 0x02 : 0x05);
+    return;
+  }
+  if (!reply(0x00)) return;
+  const std::string rest = req.substr(end + 2);
+  if (!rest.empty() && !writeAll(upstream.get(), rest, stop)) return;
+  relay(client_fd, upstream.get(), stop);
+}
+
+// HTTP: the request's head first.
+void Proxy::http(int client_fd, std::string head) {
+  const int stop = stop_.get();
   size_t head_end;
   while ((head_end = head.find("\r\n\r\n")) == std::string::npos) {
-    if (head.size() > kMaxHead || !readMore(client.get(), head, stop, kHeadTimeoutMs)) return;
+    if (head.size() > kMaxHead || !readMore(client_fd, head, stop, kHeadTimeoutMs)) return;
   }
   const auto answer = [&](int code, std::string_view status, const std::string& body) {
-    writeAll(client.get(), httpAnswer(code, status, body), stop);
+    writeAll(client_fd, httpAnswer(code, status, body), stop);
   };
   const size_t line_end = head.find("\r\n");
   const std::string line = head.substr(0, line_end);
@@ -425,7 +433,7 @@ void Proxy::handle(UniqueFd client) {
   }
   std::string rest = head.substr(head_end + 4);
   if (tunnel) {
-    if (!writeAll(client.get(), "HTTP/1.1 200 Connection established\r\n\r\n", stop)) return;
+    if (!writeAll(client_fd, "HTTP/1.1 200 Connection established\r\n\r\n", stop)) return;
   } else {
     // The request as the origin server expects it, one request per connection.
     std::string out = method + " " + path + " " + version + "\r\n";
@@ -442,7 +450,7 @@ void Proxy::handle(UniqueFd client) {
     rest = out + rest;
   }
   if (!rest.empty() && !writeAll(upstream.get(), rest, stop)) return;
-  relay(client.get(), upstream.get(), stop);
+  relay(client_fd, upstream.get(), stop);
 }
 
 std::vector<std::string> proxyEnvironment(uint16_t port) {

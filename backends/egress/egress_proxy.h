@@ -62,6 +62,9 @@ class Proxy {
  private:
   void acceptLoop(int listener);
   void handle(UniqueFd client);
+  // One connection, by its protocol; `head` is what it sent first.
+  void socks5(int client_fd, std::string head);
+  void http(int client_fd, std::string head);
 
   const Judge judge_;
   UniqueFd stop_;  // an eventfd, readable once the proxy ends
