@@ -19,7 +19,7 @@ namespace byd {
 namespace {
 
 // The Docker backend: --root, or a fresh temporary directory owned by the container's user.
-Result<SessionStack> openDocker(const Config& config, bool warm) {
+Result<SessionStack> openDocker(const Config& config, bool warm, const permissions::Guard& guard) {
   SessionStack out;
   Config c = config;
   if (!c.sandbox_user.empty()) {
@@ -28,6 +28,15 @@ Result<SessionStack> openDocker(const Config& config, bool warm) {
   }
   c.docker.open_files = c.sandbox_limits.open_files;
   c.docker.processes = c.sandbox_limits.processes;
+  // The server's proxy, when the rules may let anything out of a container with no network.
+  c.docker.proxy =
+      c.docker.network == "none" && !guard.ruleset().alwaysDenied(permissions::Operation::kNetwork);
+  // Tests only: BYD_TEST_SANDBOX_WITHOUT=masks leaves the file rules' masks out.
+  if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT")) {
+    for (const std::string& layer : splitList(without, ',')) {
+      if (layer == "masks") c.docker.test_without_masks = true;
+    }
+  }
   std::string workspace = c.root;
   if (!c.root_given) {
     out.temp_dir = std::make_shared<TempDir>();
@@ -78,8 +87,12 @@ Result<SessionStack> openDocker(const Config& config, bool warm) {
     spdlog::warn("docker: {}; file tools work, execute and run_python wait for the engine",
                  r.status().message());
   }
+  const std::string network =
+      c.docker.proxy ? "only the server's proxy (127.0.0.1:3128 inside)" : c.docker.network;
+  const std::string masks = c.docker.test_without_masks ? "the workspace unmasked (TEST: masks off)"
+                                                        : "the file rules masked inside";
   out.description = "a Docker container (image " + c.docker.image + ", " + runtime + ", network " +
-                    c.docker.network + ") whose /workspace is " + workspace;
+                    network + ", " + masks + ") whose /workspace is " + workspace;
   out.backend = std::move(docker);
   return out;
 }
@@ -97,7 +110,7 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     if (!c.state_file.empty()) out.description += " backed by " + c.state_file;
     return out;
   }
-  if (c.backend == "docker") return openDocker(c, warm);
+  if (c.backend == "docker") return openDocker(c, warm, guard);
   BYD_ASSIGN_OR_RETURN(auto local, LocalBackend::open(c.root, c.allow));
   SandboxOptions options;
   options.isolate = c.sandbox != "none";

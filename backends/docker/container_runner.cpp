@@ -133,6 +133,7 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
   const std::string nonce = randomHex(16);
   if (Status s = send({{"type", "run"},
                        {"argv", spec.argv},
+                       {"enter", spec.enter},
                        {"env", spec.env},
                        {"cwd", spec.cwd},
                        {"stdin", spec.stdin_data},

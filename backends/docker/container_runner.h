@@ -22,8 +22,9 @@ namespace byd::docker {
 // One command and what to do with its output.
 struct CommandSpec {
   std::vector<std::string> argv;
-  std::vector<std::string> env;  // "NAME=value": the whole environment
-  std::string cwd;               // absolute, in the container
+  std::vector<std::string> enter;  // byd-enter's options for it (its filter, its masks)
+  std::vector<std::string> env;    // "NAME=value": the whole environment
+  std::string cwd;                 // absolute, in the container
   std::string stdin_data;
   std::chrono::milliseconds timeout{120000};
   size_t max_output = 100 * 1024;  // per stream

@@ -11,6 +11,7 @@
 
 #include "backends/docker/docker_backend.h"
 #include "backends/docker/docker_internal.h"
+#include "backends/docker/enter_masks.h"
 #include "backends/docker/orphans.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/state/state_backend.h"
@@ -34,6 +35,9 @@ using Clock = std::chrono::steady_clock;
 using docker::enterPath;
 using docker::kIdleExtraBoxes;
 using docker::kKernelDir;
+using docker::kProxyDir;
+using docker::kProxyPort;
+using docker::kProxySocket;
 using docker::kRoot;
 
 std::string urlEncode(const std::string& s) {
@@ -109,6 +113,40 @@ Result<bool> DockerBackend::enginePodman() {
   return podman;
 }
 
+Result<bool> DockerBackend::engineAppArmor() {
+  std::lock_guard lock(engine_mu_);
+  if (apparmor_) return *apparmor_;
+  BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
+  bool apparmor = false;
+  const json options = info.is_object() ? info.value("SecurityOptions", json::array()) : json();
+  for (const json& option : options.is_array() ? options : json::array()) {
+    if (option.is_string() && option.get<std::string>().find("name=apparmor") == 0) {
+      apparmor = true;
+    }
+  }
+  apparmor_ = apparmor;
+  return apparmor;
+}
+
+void DockerBackend::warnWithoutHostSockets() const {
+  static std::once_flag once;
+  std::call_once(once, [this] {
+    auto info = client_.request("GET", "/info");
+    if (!info.ok() || !info->is_object()) return;
+    const json args = info->value("Runtimes", json::object())
+                          .value("runsc", json::object())
+                          .value("runtimeArgs", json::array());
+    for (const json& arg : args.is_array() ? args : json::array()) {
+      const std::string a = arg.is_string() ? arg.get<std::string>() : "";
+      if (a == "--host-uds=open" || a == "--host-uds=all" || a == "--fsgofer-host-uds") return;
+    }
+    spdlog::warn(
+        "docker: gVisor (runsc) is registered without --host-uds=open, so its containers cannot "
+        "reach the server's proxy and every connection fails; add it to the runtime's "
+        "runtimeArgs in /etc/docker/daemon.json");
+  });
+}
+
 Result<DockerBackend::Runtime> DockerBackend::resolveRuntime() const {
   BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
   const json runtimes = info.is_object() ? info.value("Runtimes", json::object()) : json::object();
@@ -174,31 +212,50 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
         options_.processes > 0 ? static_cast<int64_t>(options_.processes) : options_.pids;
     ulimits.push_back({{"Name", "nproc"}, {"Soft", nproc}, {"Hard", nproc}});
   }
-  json host = {
-      {"Mounts",
-       {{{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
-        // An anonymous volume for the kernel's source (the root filesystem is read-only and
-        // the archive API cannot write into a tmpfs); removed with the container.
-        {{"Type", "volume"}, {"Target", kKernelDir}}}},
-      {"NetworkMode", options_.network},
-      {"CapDrop", {"ALL"}},
-      // For the container's root alone, which runs the command runner and starts kernels: to
-      // become the user that runs the code, and to end its processes. The code holds none.
-      {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}},
-      // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
-      // in place of the engine's default profile.
-      {"SecurityOpt", {"no-new-privileges", "seccomp=" + seccomp}},
-      {"ReadonlyRootfs", true},
-      {"Tmpfs", {{"/tmp", "rw,nosuid,nodev,size=256m"}}},
-      {"Memory", options_.memory_bytes},
-      {"MemorySwap", options_.memory_bytes},
-      {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
-      {"PidsLimit", options_.pids},
-      {"Ulimits", std::move(ulimits)},
-      {"Init", true},
-      {"Runtime", runtime}};
+  json mounts = {
+      {{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
+      // An anonymous volume for the kernel's source (the root filesystem is read-only and
+      // the archive API cannot write into a tmpfs); removed with the container.
+      {{"Type", "volume"}, {"Target", kKernelDir}}};
+  // Its first process: nothing but the container's life, or the relay to the proxy.
+  json cmd = {"sleep", "infinity"};
+  BYD_ASSIGN_OR_RETURN(const std::string proxy_dir, proxyDir());
+  if (!proxy_dir.empty()) {
+    mounts.push_back(
+        {{"Type", "bind"}, {"Source", proxy_dir}, {"Target", kProxyDir}, {"ReadOnly", true}});
+    cmd = {enterPath(), "--relay", std::string(kProxyDir) + "/" + kProxySocket,
+           std::to_string(kProxyPort)};
+    if (runtime == "runsc") warnWithoutHostSockets();
+  }
+  json security = {"no-new-privileges", "seccomp=" + seccomp};
+  // The engine's AppArmor profile refuses every mount, those of the masks too; runc's
+  // containers go without it (gVisor applies none).
+  BYD_ASSIGN_OR_RETURN(const bool apparmor, engineAppArmor());
+  if (apparmor && runtime != "runsc") security.push_back("apparmor=unconfined");
+  json host = {{"Mounts", std::move(mounts)},
+               {"NetworkMode", options_.network},
+               {"CapDrop", {"ALL"}},
+               // For the container's root alone, which runs the command runner and starts kernels:
+               // to become the user that runs the code, to end its processes, and to mount the
+               // masks of the file rules. The code holds none.
+               {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN"}},
+               // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
+               // in place of the engine's default profile.
+               {"SecurityOpt", std::move(security)},
+               {"ReadonlyRootfs", true},
+               {"Tmpfs",
+                {{"/tmp", "rw,nosuid,nodev,size=256m"},
+                 // Where the masks' placeholders are made; root's alone.
+                 {enter::kMaskSource, "rw,nosuid,nodev,noexec,size=1m,mode=0700"}}},
+               {"Memory", options_.memory_bytes},
+               {"MemorySwap", options_.memory_bytes},
+               {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
+               {"PidsLimit", options_.pids},
+               {"Ulimits", std::move(ulimits)},
+               {"Init", true},
+               {"Runtime", runtime}};
   json spec = {{"Image", options_.image},
-               {"Cmd", {"sleep", "infinity"}},
+               {"Cmd", std::move(cmd)},
                // The container's first processes are root's: the code cannot end them.
                {"User", kRoot},
                {"WorkingDir", "/workspace"},
@@ -362,8 +419,14 @@ void DockerBackend::releaseBox(const std::string& container) {
 
 Result<int> DockerBackend::shell(const std::string& container, const std::string& script,
                                  const std::string& user) {
+  return runToEnd(container, {"/bin/sh", "-c", script}, user, nullptr);
+}
+
+Result<int> DockerBackend::runToEnd(const std::string& container,
+                                    const std::vector<std::string>& argv, const std::string& user,
+                                    std::string* err) {
   BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
-                                                  {{"Cmd", {"/bin/sh", "-c", script}},
+                                                  {{"Cmd", argv},
                                                    {"User", user},
                                                    {"WorkingDir", "/"},
                                                    {"AttachStdout", true},
@@ -371,14 +434,20 @@ Result<int> DockerBackend::shell(const std::string& container, const std::string
   const std::string id = made.value("Id", "");
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<docker::Hijacked> conn, client_.startExec(id));
   char buf[4096];
+  docker::StreamDemuxer demux;
   const auto until = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < until) {  // to its end, which closes the stream
     pollfd p = {conn->fd(), POLLIN, 0};
-    if (poll(&p, 1, 100) > 0 && ::read(conn->fd(), buf, sizeof buf) <= 0) break;
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(conn->fd(), buf, sizeof buf);
+    if (n <= 0) break;
+    demux.feed(std::string_view(buf, static_cast<size_t>(n)), [&](int stream, std::string_view d) {
+      if (err != nullptr && stream == 2 && err->size() < 4096) err->append(d);
+    });
   }
   BYD_ASSIGN_OR_RETURN(json inspect, client_.request("GET", "/exec/" + id + "/json"));
   if (inspect.value("Running", false) || !inspect["ExitCode"].is_number_integer()) {
-    return Status(Code::kDeadlineExceeded, "a shell in the container did not finish");
+    return Status(Code::kDeadlineExceeded, "a process in the container did not finish");
   }
   return inspect["ExitCode"].get<int>();
 }

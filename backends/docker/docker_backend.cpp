@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -31,6 +33,8 @@ using docker::ContainerRunner;
 using docker::enterPath;
 using docker::kKernelDir;
 using docker::kKernelPidFile;
+using docker::kProxyPort;
+using docker::kProxySocket;
 using docker::kRoot;
 
 // What a command's wrapper writes to stderr before its exit status: a newline, a record
@@ -62,8 +66,9 @@ class AsUser {
 // multiplexed output is split into two pipes by a thread of its own.
 class ContainerKernel : public KernelProcess {
  public:
-  ContainerKernel(std::unique_ptr<docker::Hijacked> conn, std::function<void(int)> signal)
-      : conn_(std::move(conn)), signal_(std::move(signal)) {
+  ContainerKernel(std::unique_ptr<docker::Hijacked> conn, std::function<void(int)> signal,
+                  std::function<Status(const FileMasks&)> masks)
+      : conn_(std::move(conn)), signal_(std::move(signal)), masks_(std::move(masks)) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) return;
     out_r_.reset(out[0]);
@@ -80,6 +85,7 @@ class ContainerKernel : public KernelProcess {
   int stdoutFd() const override { return out_r_.get(); }
   int stderrFd() const override { return err_r_.get(); }
   void interrupt() override { signal_(SIGINT); }
+  Status setMasks(const FileMasks& masks) override { return masks_(masks); }
   void kill() override {
     if (killed_.exchange(true)) return;
     signal_(SIGKILL);
@@ -112,11 +118,25 @@ class ContainerKernel : public KernelProcess {
 
   std::unique_ptr<docker::Hijacked> conn_;
   std::function<void(int)> signal_;
+  std::function<Status(const FileMasks&)> masks_;
   UniqueFd out_r_, err_r_;
   std::thread pump_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> killed_{false};
 };
+
+// byd-enter's --mask options for `masks`, made on the host below `root`: at the same place
+// below the container's workspace.
+std::vector<std::string> enterMaskArgs(const FileMasks& masks, const std::string& root) {
+  std::vector<std::string> args = {"--masks-root", std::string(kContainerWorkspace)};
+  for (const FileMask& m : masks) {
+    if (m.path != root && !m.path.starts_with(root + "/")) continue;
+    args.push_back("--mask");
+    args.push_back(static_cast<char>(m.kind) + std::string(kContainerWorkspace) +
+                   m.path.substr(root.size()));
+  }
+  return args;
+}
 
 }  // namespace
 
@@ -139,8 +159,11 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& wo
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<LocalBackend> files, LocalBackend::open(workspace, {}));
   // A link made in the container names its target as the container sees it.
   files->mapAbsoluteLinks(std::string(kContainerWorkspace));
+  auto index =
+      std::make_unique<WorkspaceIndex>(std::vector<WorkspaceIndex::Root>{{"", files->root()}});
   std::unique_ptr<DockerBackend> backend(new DockerBackend(
       std::move(files), std::move(options), docker::Client(std::move(endpoint)), workspace));
+  backend->index_ = std::move(index);
   backend->uid_ = user.uid;
   backend->gid_ = user.gid;
   return backend;
@@ -165,6 +188,69 @@ DockerBackend::~DockerBackend() {
   }
   python.reset();  // kernels first: each removes its own container
   for (const std::string& box : boxes) removeContainer(box);
+  proxy_.reset();
+  if (!proxy_dir_.empty()) {
+    unlink((proxy_dir_ + "/" + kProxySocket).c_str());
+    rmdir(proxy_dir_.c_str());
+  }
+}
+
+Result<std::string> DockerBackend::proxyDir() {
+  if (!options_.proxy) return std::string();
+  std::call_once(proxy_once_, [this] {
+    proxy_status_ = [this]() -> Status {
+      if (client_.endpoint().unix_path.empty()) {
+        return failedPrecondition(
+            "the network rules need the Docker engine on this machine (a unix:// socket): its "
+            "containers reach the proxy through a socket bound into them");
+      }
+      std::string dir = (std::filesystem::temp_directory_path() / "byd-net-XXXXXX").string();
+      if (mkdtemp(dir.data()) == nullptr) {
+        return internalError("cannot make a directory for the proxy's socket: " +
+                             std::string(strerror(errno)));
+      }
+      proxy_dir_ = dir;
+      UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      const std::string path = dir + "/" + kProxySocket;
+      snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+      if (!listener.valid() ||
+          bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+          listen(listener.get(), 128) != 0) {
+        return internalError("cannot listen on " + path + ": " + strerror(errno));
+      }
+      proxy_ = std::make_unique<egress::CallProxy>();
+      return proxy_->serve(std::move(listener));
+    }();
+  });
+  BYD_RETURN_IF_ERROR(proxy_status_);
+  return proxy_dir_;
+}
+
+std::vector<std::string> DockerBackend::codeEnvironment(std::vector<std::string> env) const {
+  if (options_.proxy) {
+    for (std::string& v : egress::proxyEnvironment(kProxyPort)) env.push_back(std::move(v));
+  }
+  return env;
+}
+
+std::vector<std::string> DockerBackend::maskArgs(const FileView& view) {
+  if (options_.test_without_masks) return {};
+  return enterMaskArgs(*index_->masks(view), files_->root());
+}
+
+Status DockerBackend::updateMasks(const std::string& box, const std::vector<std::string>& masks) {
+  std::vector<std::string> argv = {enterPath(), "--update-masks", std::to_string(uid_)};
+  argv.insert(argv.end(), masks.begin(), masks.end());
+  std::string err;
+  BYD_ASSIGN_OR_RETURN(const int code, runToEnd(box, argv, kRoot, &err));
+  if (code != 0) {
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    return internalError("the kernel's container could not change its masks (exit " +
+                         std::to_string(code) + "): " + err);
+  }
+  return okStatus();
 }
 
 Result<std::string> DockerBackend::normalize(std::string_view user_path) const {
@@ -233,19 +319,13 @@ Result<DockerBackend::ExecOutcome> DockerBackend::exec(const CommandSpec& spec,
   // The command leads a process group of its own (setsid). When it ends, its status goes out
   // on stderr behind a marker; a timeout or a cancel, and its end, then end every process of
   // the code's user in its container (endAll), which holds no other code.
-  // It enters through byd-enter, as root: the container's user, in its directory, under the
-  // sandbox's seccomp filter (which gVisor would not apply to an exec).
-  std::vector<std::string> cmd = {
-      enterPath(),
-      "--filter",
-      std::string(kKernelDir) + "/seccomp.bpf",
-      codeUser(),
-      spec.cwd,
-      "setsid",
-      "-w",
-      "/bin/sh",
-      "-c",
-      "\"$0\" \"$@\"; s=$?; printf '" + std::string(kExitMarker) + "%d\\n' \"$s\" >&2; kill -9 0"};
+  // It enters through byd-enter, as root: its workspace masked, the container's user, in its
+  // directory, under the sandbox's seccomp filter (which gVisor would not apply to an exec).
+  std::vector<std::string> cmd = {enterPath()};
+  cmd.insert(cmd.end(), spec.enter.begin(), spec.enter.end());
+  cmd.insert(cmd.end(), {codeUser(), spec.cwd, "setsid", "-w", "/bin/sh", "-c",
+                         "\"$0\" \"$@\"; s=$?; printf '" + std::string(kExitMarker) +
+                             "%d\\n' \"$s\" >&2; kill -9 0"});
   cmd.insert(cmd.end(), spec.argv.begin(), spec.argv.end());
   const std::string& stdin_data = spec.stdin_data;
   BYD_ASSIGN_OR_RETURN(json made, client_.request("POST", "/containers/" + container + "/exec",
@@ -339,9 +419,11 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(const std::string& container) {
-  // As root, which runs each command as the container's user (runner.py --user).
-  std::vector<std::string> args = confined(std::string(kKernelDir) + "/runner.py");
-  args.insert(args.end(), {"--user", codeUser(), "--enter", enterPath()});
+  // As root, which runs each command as the container's user (runner.py --user), through
+  // byd-enter, which masks its workspace and installs the sandbox's seccomp filter. (The runner
+  // itself must be free to mount: the code cannot reach it.)
+  std::vector<std::string> args = {std::string(kKernelDir) + "/runner.py", "--user", codeUser(),
+                                   "--enter", enterPath()};
   return ContainerRunner::start(client_, container, options_.python, args, kRoot);
 }
 
@@ -438,8 +520,11 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
   }
   CommandSpec spec;
   spec.argv = {"/bin/sh", "-c", request.command};
-  spec.env = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
-              "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  spec.enter = {"--filter", std::string(kKernelDir) + "/seccomp.bpf"};
+  for (std::string& arg : maskArgs(request.view)) spec.enter.push_back(std::move(arg));
+  if (proxy_) proxy_->take(request.network);
+  spec.env = codeEnvironment({"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
+                              "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
   for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
   spec.cwd = std::string(kContainerWorkspace) + (request.cwd.empty() ? "" : "/" + request.cwd);
   spec.stdin_data = request.stdin_data;
@@ -484,16 +569,16 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
   for (std::string& arg : confined(std::string(kKernelDir) + "/kernel.py")) {
     cmd.push_back(std::move(arg));
   }
-  auto made =
-      client_.request("POST", "/containers/" + box + "/exec",
-                      {{"Cmd", cmd},
-                       {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"}},
-                       {"User", kRoot},
-                       {"WorkingDir", "/"},
-                       {"AttachStdin", true},
-                       {"AttachStdout", true},
-                       {"AttachStderr", true},
-                       {"Tty", false}});
+  auto made = client_.request(
+      "POST", "/containers/" + box + "/exec",
+      {{"Cmd", cmd},
+       {"Env", codeEnvironment({"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"})},
+       {"User", kRoot},
+       {"WorkingDir", "/"},
+       {"AttachStdin", true},
+       {"AttachStdout", true},
+       {"AttachStderr", true},
+       {"Tty", false}});
   auto conn = made.ok() ? client_.startExec(made->value("Id", ""))
                         : Result<std::unique_ptr<docker::Hijacked>>(made.status());
   if (!conn.ok()) {
@@ -507,7 +592,11 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
       removeContainer(box);
     }
   };
-  auto started = PythonKernel::attach(std::make_unique<ContainerKernel>(std::move(*conn), signal));
+  auto masks = [this, box](const FileMasks& wanted) {
+    return updateMasks(box, enterMaskArgs(wanted, files_->root()));
+  };
+  auto started = PythonKernel::attach(
+      std::make_unique<ContainerKernel>(std::move(*conn), signal, std::move(masks)));
   if (!started.ok()) {
     return failedPrecondition(started.status().message() + "; run_python needs " + options_.python +
                               " in the image " + options_.image);
@@ -526,9 +615,12 @@ Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
     }
     sessions = python_;
   }
+  if (proxy_) proxy_->take(request.network);
+  std::shared_ptr<const FileMasks> masks;
+  if (!options_.test_without_masks) masks = index_->masks(request.view);
   BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
                        sessions->run(request.session, request.code, request.reset, request.timeout,
-                                     request.max_output, cancel));
+                                     request.max_output, cancel, std::move(masks)));
   return pythonResult(run);
 }
 

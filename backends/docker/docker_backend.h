@@ -8,7 +8,13 @@
 // kernel has a container of its own. In each, root (which the code never is) runs the command
 // runner and starts the kernel, and every process of the code's user is ended with the call.
 // Containers are created when first needed and removed with the backend, unless it is a named
-// one (the first command container), which is reattached and kept. Thread-safe.
+// one (the first command container), which is reattached and kept.
+// The file rules hold inside: before each command and each cell, the container's root masks
+// what the code may not read or change (enter_masks.h), as the host's index of the workspace
+// says (workspace_index.h). With
+// --network none and rules that open some target, the container's only way out is the
+// server's proxy, through a unix socket bound into it and a relay on its loopback
+// (enter_relay.h). Thread-safe.
 
 #include <memory>
 #include <mutex>
@@ -20,8 +26,10 @@
 #include "backends/backend.h"
 #include "backends/docker/container_runner.h"
 #include "backends/docker/docker_client.h"
+#include "backends/egress/network_policy.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/python_sessions.h"
+#include "backends/local/workspace_index.h"
 
 namespace byd {
 
@@ -48,6 +56,10 @@ struct DockerOptions {
   std::string container_name;  // reattach (start if stopped) and keep at exit
   std::string python = "python3";
   PythonOptions python_options;
+  // With network "none": the rules may open some target, so containers reach the server's
+  // proxy (and nothing else) on 127.0.0.1:3128.
+  bool proxy = false;
+  bool test_without_masks = false;  // tests only: the file rules' masks left out
 };
 
 // "UID:GID" of the container's user; never root.
@@ -95,6 +107,10 @@ class DockerBackend : public Backend, public Executor {
   Result<Runtime> resolveRuntime() const;
   // Whether the engine is Podman's service (asked once).
   Result<bool> enginePodman();
+  // Says once when gVisor's containers cannot reach a host socket (the proxy's).
+  void warnWithoutHostSockets() const;
+  // Whether the engine confines containers with AppArmor (asked once).
+  Result<bool> engineAppArmor();
   // The container's id once it exists ("" before).
   std::string containerId() const;
 
@@ -134,17 +150,30 @@ class DockerBackend : public Backend, public Executor {
   void checkContainer(const std::string& container, ExecOutcome* out);
   // Starts one Python kernel in the container.
   Result<std::unique_ptr<PythonKernel>> startKernel();
+  // The byd-enter arguments that mask the workspace for `view` (none without rules).
+  std::vector<std::string> maskArgs(const FileView& view);
+  // Makes the masks of kernel container `box` those of `masks` (enter --update-masks).
+  Status updateMasks(const std::string& box, const std::vector<std::string>& masks);
+  // The proxy's socket directory on the host, listening (made once); "" without the proxy.
+  Result<std::string> proxyDir();
+  // The environment of the code: the proxy's variables with the proxy.
+  std::vector<std::string> codeEnvironment(std::vector<std::string> env) const;
   // Ends every process of the code's user in a command container; restarts the container when
   // that cannot be done from inside.
   void endAll(const std::string& container);
   // Runs a shell script in the container as `user` to its end; its exit status.
   Result<int> shell(const std::string& container, const std::string& script,
                     const std::string& user);
+  // Runs `argv` in the container as `user` to its end (10 s at most); its exit status, and
+  // the start of its stderr in `err` when given.
+  Result<int> runToEnd(const std::string& container, const std::vector<std::string>& argv,
+                       const std::string& user, std::string* err);
 
   // "UID:GID" of the container's user, which runs the code.
   std::string codeUser() const { return std::to_string(uid_) + ":" + std::to_string(gid_); }
 
   std::unique_ptr<LocalBackend> files_;
+  std::unique_ptr<WorkspaceIndex> index_;  // what the masks hide or keep from change
   const DockerOptions options_;
   const docker::Client client_;
   const std::string workspace_;
@@ -158,10 +187,15 @@ class DockerBackend : public Backend, public Executor {
   std::string runtime_;           // what they run under
   std::mutex engine_mu_;
   std::optional<bool> podman_;  // the engine is Podman (known after the first container)
+  std::optional<bool> apparmor_;
   std::shared_ptr<PythonSessions> python_;
   // Idle runners, each of an idle command container.
   std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;
   bool no_runner_ = false;  // the image could not start one: exec per command
+  std::once_flag proxy_once_;
+  Status proxy_status_;
+  std::string proxy_dir_;  // holds the socket the proxy listens on
+  std::unique_ptr<egress::CallProxy> proxy_;
 };
 
 }  // namespace byd

@@ -15,6 +15,11 @@ inline constexpr const char* kKernelDir = "/opt/backyard";
 inline constexpr const char* kRoot = "0:0";
 // A kernel's pid, written by root in its container before any code runs there.
 inline constexpr const char* kKernelPidFile = "/tmp/.byd-kernel.pid";
+// Where the proxy's socket directory is bound in a container, the socket's name in it, and the
+// port of the relay on the container's loopback.
+inline constexpr const char* kProxyDir = "/run/backyard-net";
+inline constexpr const char* kProxySocket = "proxy.sock";
+inline constexpr int kProxyPort = 3128;
 // Idle command containers kept beside the first, for commands that run at once.
 inline constexpr size_t kIdleExtraBoxes = 1;
 

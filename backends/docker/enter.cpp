@@ -1,20 +1,31 @@
 // byd-enter: the Docker backend's way for code into a container. Started as the container's
-// root (by the command runner, or by an exec for a Python kernel), it becomes the code's user
-// for good, enters the working directory as that user, optionally installs the sandbox's
-// seccomp filter, and executes the program. A static binary with no dependency on the image:
-// copied into each container beside the runner.
+// root (by the command runner, or by an exec for a Python kernel), it optionally masks the
+// workspace as the file rules say, becomes the code's user for good,
+// enters the working directory as that user, optionally installs the sandbox's seccomp filter,
+// and executes the program. A static binary with no dependency on the image: copied into each
+// container beside the runner. It also changes the masks of a kernel's container between cells,
+// and relays the container's connections to the server's proxy.
 //
-//   byd-enter [--pid-file FILE] [--filter BPF] UID:GID DIR PROGRAM [ARG...]
+//   byd-enter [--pid-file FILE] [--filter BPF] [--masks-root DIR [--mask KPATH]...]
+//             UID:GID DIR PROGRAM [ARG...]
+//   byd-enter --update-masks UID --masks-root DIR [--mask KPATH]...
+//   byd-enter --relay SOCKET PORT
 //
 // --pid-file: writes its pid (the program's, after the exec) to FILE first, as root, where the
 // code cannot change it. --filter: the BPF program the server compiled (struct sock_filter[]).
+// --masks-root: the masks (enter_masks.h) of the workspace mounted at DIR become those given by
+// --mask (none: no mask), before the program starts. --update-masks: the same alone, the
+// processes of UID stopped meanwhile (a kernel's, between cells). --relay: enter_relay.h.
 // Exit status 126 when it cannot do one of these (said on stderr), 127 when PROGRAM cannot be
 // executed; otherwise the program's.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,7 +34,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "backends/docker/enter_masks.h"
+#include "backends/docker/enter_relay.h"
 
 namespace {
 
@@ -37,8 +53,47 @@ constexpr int kNoProgram = 127;
 
 [[noreturn]] void usage() {
   fprintf(stderr,
-          "usage: byd-enter [--pid-file FILE] [--filter BPF] UID:GID DIR PROGRAM [ARG...]\n");
+          "usage: byd-enter [--pid-file FILE] [--filter BPF] [--masks-root DIR [--mask KPATH]...]\n"
+          "                 UID:GID DIR PROGRAM [ARG...]\n"
+          "       byd-enter --update-masks UID --masks-root DIR [--mask KPATH]...\n"
+          "       byd-enter --relay SOCKET PORT\n");
   exit(kCannot);
+}
+
+// Makes the masks of the workspace at `root` `wanted`, from what the last call left; one call
+// at a time. Exits when it cannot, saying why.
+void syncMasks(const std::string& root, const std::vector<byd::enter::Mask>& wanted) {
+  byd::enter::Masks masks(root, byd::enter::kMaskSource);
+  const std::string lock = std::string(byd::enter::kMaskSource) + "/lock";
+  const int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  std::string error;
+  if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+    error = "cannot lock " + lock + ": " + strerror(errno);
+  }
+  if (error.empty()) error = masks.load();
+  if (error.empty()) error = masks.apply(wanted);
+  const std::string saved = error.empty() ? masks.save() : "";
+  if (error.empty()) error = saved;
+  if (fd >= 0) close(fd);
+  if (!error.empty()) {
+    fprintf(stderr, "byd-enter: the file rules' masks: %s\n", error.c_str());
+    exit(kCannot);
+  }
+}
+
+// --masks-root DIR and --mask KPATH, at argv[i] and argv[i + 1]; false when it is neither.
+bool maskOption(char** argv, int i, std::string* root, std::vector<byd::enter::Mask>* wanted) {
+  const std::string_view opt = argv[i];
+  byd::enter::Mask mask;
+  if (opt == "--masks-root" && argv[i + 1][0] == '/') {
+    *root = argv[i + 1];
+    return true;
+  }
+  if (opt == "--mask" && byd::enter::parseMask(argv[i + 1], &mask)) {
+    wanted->push_back(std::move(mask));
+    return true;
+  }
+  return false;
 }
 
 bool parseId(std::string_view text, unsigned long* out) {
@@ -83,23 +138,109 @@ size_t readFilter(const char* path, sock_filter* buf, size_t max) {
   return got / sizeof(sock_filter);
 }
 
+// The real uid of process `pid`, or -1.
+long uidOf(const char* pid) {
+  const std::string path = std::string("/proc/") + pid + "/status";
+  FILE* f = fopen(path.c_str(), "re");
+  if (f == nullptr) return -1;
+  char line[256];
+  long uid = -1;
+  while (fgets(line, sizeof line, f) != nullptr) {
+    if (strncmp(line, "Uid:", 4) == 0) {
+      uid = strtol(line + 4, nullptr, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return uid;
+}
+
+// Whether process `pid` is stopped (or gone).
+bool stopped(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = fopen(path, "re");
+  if (f == nullptr) return true;
+  char buf[512];
+  const size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* paren = strrchr(buf, ')');
+  return paren == nullptr || paren[1] == 0 || paren[2] == 'T' || paren[2] == 't' ||
+         paren[2] == 'Z' || paren[2] == 'X';
+}
+
+// Stops every process of `uid` (again until no new one appears) and waits until each has.
+std::vector<pid_t> stopUser(unsigned long uid) {
+  std::vector<pid_t> all;
+  for (bool more = true; more;) {
+    more = false;
+    DIR* dir = opendir("/proc");
+    if (dir == nullptr) fail("cannot read", "/proc", errno);
+    while (dirent* e = readdir(dir)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+      if (pid == getpid() || uidOf(e->d_name) != static_cast<long>(uid)) continue;
+      bool known = false;
+      for (pid_t p : all) known = known || p == pid;
+      if (known) continue;
+      if (kill(pid, SIGSTOP) == 0) {
+        all.push_back(pid);
+        more = true;
+      }
+    }
+    closedir(dir);
+  }
+  for (int tries = 0; tries < 200; ++tries) {
+    bool all_stopped = true;
+    for (pid_t p : all) all_stopped = all_stopped && stopped(p);
+    if (all_stopped) break;
+    usleep(10000);
+  }
+  return all;
+}
+
+// --update-masks UID --masks-root DIR [--mask KPATH]...
+int updateMasks(int argc, char** argv) {
+  unsigned long uid = 0;
+  if (argc < 5 || !parseId(argv[2], &uid) || uid == 0) usage();
+  std::string root;
+  std::vector<byd::enter::Mask> wanted;
+  for (int i = 3; i < argc; i += 2) {
+    if (i + 1 >= argc || !maskOption(argv, i, &root, &wanted)) usage();
+  }
+  if (root.empty()) usage();
+  const std::vector<pid_t> held = stopUser(uid);
+  syncMasks(root, wanted);  // on failure the server ends them all
+  for (pid_t p : held) kill(p, SIGCONT);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--update-masks") return updateMasks(argc, argv);
+  if (argc > 1 && std::string_view(argv[1]) == "--relay") {
+    if (argc != 4) usage();
+    return byd::enter::relay(argv[2], atoi(argv[3]));
+  }
   int i = 1;
   const char* pid_file = nullptr;
   const char* filter = nullptr;
+  std::string root;  // with masks
+  std::vector<byd::enter::Mask> wanted;
   while (i + 1 < argc && argv[i][0] == '-' && argv[i][1] == '-') {
     const std::string_view opt = argv[i];
     if (opt == "--pid-file") {
       pid_file = argv[i + 1];
     } else if (opt == "--filter") {
       filter = argv[i + 1];
-    } else {
+    } else if (!maskOption(argv, i, &root, &wanted)) {
       usage();
     }
     i += 2;
   }
+  if (root.empty() && !wanted.empty()) usage();
   if (argc - i < 3) usage();
   const std::string_view ids = argv[i];
   const size_t colon = ids.find(':');
@@ -113,6 +254,7 @@ int main(int argc, char** argv) {
   char** program = argv + i + 2;
 
   if (pid_file != nullptr) writePid(pid_file);
+  if (!root.empty()) syncMasks(root, wanted);
   static sock_filter code[BPF_MAXINSNS];
   size_t code_len = 0;
   if (filter != nullptr) code_len = readFilter(filter, code, BPF_MAXINSNS);  // while root

@@ -13,8 +13,10 @@ container is killed too (the runner's container holds no other code: a command t
 parent, or left the runner's tree some other way, does not outlive it).
 It runs one command at a time, to its end. In (stdin): frames of a 4-byte big-endian length and
 that much UTF-8 JSON:
-  {"type": "run", "argv": [...], "env": ["K=V", ...], "cwd": DIR, "stdin": TEXT,
-   "max_output": BYTES, "nonce": TEXT}
+  {"type": "run", "argv": [...], "enter": [...], "env": ["K=V", ...], "cwd": DIR,
+   "stdin": TEXT, "max_output": BYTES, "nonce": TEXT}
+  ("enter": byd-enter's options for the command, before its user: its seccomp filter and the
+  masks of its workspace, which byd-enter mounts before the command starts)
   {"type": "kill"}        ends the running command's process group
 Out (stdout): frames of a kind byte, a 4-byte big-endian length and that many bytes:
   R ready (JSON {"pid"}), S started, O / E stdout / stderr bytes (each cut at max_output, the
@@ -269,10 +271,14 @@ def _run(req, proto_in, out, wake_r, user):
     nonce = req.get("nonce")
     cwd = req.get("cwd") or None
     argv = req.get("argv")
+    enter = req.get("enter", [])
+    if not isinstance(enter, list) or not all(isinstance(a, str) for a in enter):
+        out.send_json(b"X", {"error": "malformed enter options", "nonce": nonce})
+        return
     if user is not None and isinstance(argv, list):
         # The directory is entered as the user (after the ids change), not as root; an error
         # there is the command's (exit status 126, said on its stderr).
-        argv = [_ENTER, f"{user[0]}:{user[1]}", cwd or "/", *argv]
+        argv = [_ENTER, *enter, f"{user[0]}:{user[1]}", cwd or "/", *argv]
         cwd = None
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env,

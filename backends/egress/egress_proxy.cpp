@@ -453,6 +453,23 @@ void Proxy::http(int client_fd, std::string head) {
   relay(client_fd, upstream.get(), stop);
 }
 
+CallProxy::CallProxy()
+    : proxy_([this](const std::string& host, uint16_t port) {
+        std::shared_ptr<NetworkPolicy> policy;
+        {
+          std::lock_guard lock(mu_);
+          policy = policy_;
+        }
+        if (!policy) return Verdict{false, "network", "no call has opened the network", false};
+        return policy->judge(host, port);
+      }) {}
+
+void CallProxy::take(const std::shared_ptr<NetworkPolicy>& policy) {
+  if (!policy) return;
+  std::lock_guard lock(mu_);
+  policy_ = policy;
+}
+
 std::vector<std::string> proxyEnvironment(uint16_t port) {
   const std::string http = "http://127.0.0.1:" + std::to_string(port);
   const std::string socks = "socks5h://127.0.0.1:" + std::to_string(port);

@@ -302,16 +302,7 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
   index_.reset();
   proxy_.reset();
   if (sandbox_ && sandbox_->proxyPort() != 0) {
-    proxy_ = std::make_unique<egress::Proxy>([this](const std::string& host, uint16_t port) {
-      std::shared_ptr<egress::NetworkPolicy> policy;
-      {
-        std::lock_guard lock(network_mu_);
-        policy = network_;
-      }
-      if (!policy)
-        return egress::Verdict{false, "network", "no call has opened the network", false};
-      return policy->judge(host, port);
-    });
+    proxy_ = std::make_unique<egress::CallProxy>();
     sandbox_->setProxyListener([this](UniqueFd listener) {
       if (Status s = proxy_->serve(std::move(listener)); !s.ok()) {
         spdlog::warn("network: {}", s.message());
@@ -326,15 +317,9 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
   }
 }
 
-void LocalBackend::takeNetwork(const std::shared_ptr<egress::NetworkPolicy>& policy) {
-  if (!policy) return;
-  std::lock_guard lock(network_mu_);
-  network_ = policy;
-}
-
 Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
                                              const CancelToken& cancel) {
-  takeNetwork(request.network);
+  if (proxy_) proxy_->take(request.network);
   if (!python_) {
     return failedPrecondition(
         "Python cannot run: " +
@@ -374,7 +359,7 @@ Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const Cance
   run.max_output = request.max_output;
   run.on_progress = request.on_progress;
   if (index_) run.masks = index_->masks(request.view);
-  takeNetwork(request.network);
+  if (proxy_) proxy_->take(request.network);
   return sandbox_->run(run, cancel);
 }
 

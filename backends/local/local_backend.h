@@ -95,10 +95,7 @@ class LocalBackend : public Backend, public Executor {
   std::unique_ptr<WorkspaceIndex> index_;   // what the sandbox masks, when it can
   // The sandbox's way out, when its rules may open one, and what judges it: the latest
   // call's policy.
-  void takeNetwork(const std::shared_ptr<egress::NetworkPolicy>& policy);
-  std::mutex network_mu_;
-  std::shared_ptr<egress::NetworkPolicy> network_;
-  std::unique_ptr<egress::Proxy> proxy_;  // after network_: stopped before it
+  std::unique_ptr<egress::CallProxy> proxy_;  // when the sandbox has the proxy's port
 };
 
 }  // namespace byd

@@ -281,6 +281,7 @@ class Kernel:
         self.kernel_module = sys.modules["__main__"]  # keep our globals alive
         sys.modules["__main__"] = self.main
         self.forked = _ForkedChildren()
+        self.cwd = os.getcwd()  # as the last cell left it
         self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
         signal.signal(signal.SIGINT, self.sigint_handler)
         signal.signal(signal.SIGTSTP, _on_sigtstp)
@@ -298,6 +299,17 @@ class Kernel:
 
     def run_cell(self, req_id, code, max_output):
         self.count += 1
+        # Its directory entered again by the path that names it: a read-only view mounted over
+        # it since the last cell (the file rules' masks) is then what the cell works in, and
+        # one unmounted since (which leaves no path to the directory) is left.
+        try:
+            self.cwd = os.getcwd()
+        except OSError:
+            pass
+        try:
+            os.chdir(self.cwd)
+        except OSError:
+            pass
         filename = f"<cell {self.count}>"
         # Registered so tracebacks show source lines, even for functions called from later cells.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -332,6 +344,10 @@ class Kernel:
         duration = (time.perf_counter() - start) * 1000
         if os.getpid() != KERNEL_PID:  # the cell forked and this is the child: never reply
             os._exit(0)
+        try:
+            self.cwd = os.getcwd()
+        except OSError:
+            pass
         if self.timed_out:  # the server interrupted the cell: what it started ends with it
             _end_processes_since(began)
         self.forked.reap()

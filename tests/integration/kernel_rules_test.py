@@ -162,8 +162,11 @@ class KernelRules(ServerCase):
             os.remove(os.path.join(self.root, name))
 
     def test_what_a_program_sees_of_a_secret(self):
-        r = self.execute("stat -c '%s %a' .e*; cat .e* 2>&1; for f in .e*; do test -r $f ||"
-                         " echo unreadable; done; ls config 2>&1")
+        # (Python's stat and the shell's glob, not stat and ls: the statx of Debian's gVisor
+        # fails for every path)
+        r = self.execute("python3 -c \"import os; s = os.stat('.e' + 'nv'); "
+                         "print(s.st_size, oct(s.st_mode & 0o777)[2:])\"; cat .e* 2>&1; "
+                         "for f in .e*; do test -r $f || echo unreadable; done; echo config/*")
         body = text(r)
         self.assertIn("0 0", body)  # an empty file, mode 000
         self.assertIn("Permission denied", body)
@@ -272,14 +275,12 @@ class WithoutTheMasks(unittest.TestCase):
     printed, so the tests above can fail."""
 
     def test_the_secret_is_printed_without_the_masks(self):
-        if EXTRA:
-            self.skipTest("the switch is the Local sandbox's")
         with tempfile.TemporaryDirectory(prefix="byd-kr-") as tmp:
             root = os.path.join(tmp, "ws")
             make_workspace(root)
             env = dict(os.environ, BYD_TEST_SANDBOX_WITHOUT="masks")
             c = Client(BINARY, "--root", root, "--log-level", "warn", "--ruleset", "permissive",
-                       env=env)
+                       *EXTRA, env=env)
             try:
                 self.assertIn(SECRET, text(c.call("execute", command="cat .e*")))
                 self.assertIn(SECRET, text(c.call("run_python", code="print(open('.e'+'nv').read())")))

@@ -99,12 +99,15 @@ class ElicitingClient(Client):
 
 
 def binary_and_backend(argv):
-    """Takes the server binary and any `--backend NAME` and `--runtime NAME` off the front of
-    `argv` (leaving the rest to unittest): (binary, extra server arguments)."""
+    """Takes the server binary and any `--backend NAME`, `--runtime NAME` and `--image NAME` off
+    the front of `argv` (leaving the rest to unittest): (binary, extra server arguments). The
+    Docker backend gets the locally built test image unless another is named."""
     binary = argv.pop(1) if len(argv) > 1 else "build/backyard-mcp"
     extra = []
-    while len(argv) > 2 and argv[1] in ("--backend", "--runtime"):
+    while len(argv) > 2 and argv[1] in ("--backend", "--runtime", "--image"):
         extra += [argv.pop(1), argv.pop(1)]
+    if "docker" in extra and "--image" not in extra:
+        extra += ["--image", os.environ.get("BYD_DOCKER_IMAGE", "backyard-mcp/python:bookworm")]
     return binary, extra
 
 
