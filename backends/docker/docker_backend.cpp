@@ -164,6 +164,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& wo
   std::unique_ptr<DockerBackend> backend(new DockerBackend(
       std::move(files), std::move(options), docker::Client(std::move(endpoint)), workspace));
   backend->index_ = std::move(index);
+  if (backend->options_.proxy) backend->proxy_ = std::make_unique<egress::CallProxy>();
   backend->uid_ = user.uid;
   backend->gid_ = user.gid;
   return backend;
@@ -220,7 +221,6 @@ Result<std::string> DockerBackend::proxyDir() {
           listen(listener.get(), 128) != 0) {
         return internalError("cannot listen on " + path + ": " + strerror(errno));
       }
-      proxy_ = std::make_unique<egress::CallProxy>();
       return proxy_->serve(std::move(listener));
     }();
   });

@@ -5,6 +5,7 @@ import json
 import os
 import select
 import subprocess
+import sys
 import time
 
 
@@ -106,6 +107,9 @@ def binary_and_backend(argv):
     extra = []
     while len(argv) > 2 and argv[1] in ("--backend", "--runtime", "--image"):
         extra += [argv.pop(1), argv.pop(1)]
+    if "docker" in extra and os.environ.get("BYD_DOCKER_TESTS") != "1":
+        print("skipped: BYD_DOCKER_TESTS=1 is not set (no Docker engine set up for tests)")
+        sys.exit(77)
     if "docker" in extra and "--image" not in extra:
         extra += ["--image", os.environ.get("BYD_DOCKER_IMAGE", "backyard-mcp/python:bookworm")]
     return binary, extra

@@ -145,7 +145,7 @@ class Network(unittest.TestCase):
     def test_pip_downloads_from_a_local_index_through_the_proxy(self):
         r, body = self.run_cmd(
             f"python3 -m pip download --no-deps --disable-pip-version-check -q -d /tmp/dl "
-            f"--index-url http://127.0.0.2:{self.net.port}/simple/ tinypkg && ls /tmp/dl")
+            f"--index-url http://127.0.0.2:{self.net.port}/simple/ tinypkg && echo /tmp/dl/*")
         self.assertIn(self.net.wheel, body)
         self.assertIn(f"/files/{self.net.wheel}", self.net.hits)
 
@@ -228,6 +228,7 @@ class NoNetwork(unittest.TestCase):
     def test_no_proxy_and_no_route(self):
         net = Internet()
         with tempfile.TemporaryDirectory(prefix="byd-net-ws-") as root:
+            os.chmod(root, 0o755)  # the container's user enters it
             c = Client(BINARY, "--root", root, "--log-level", "warn", "--ruleset", "permissive",
                        *EXTRA)
             try:
