@@ -1,8 +1,8 @@
 """Confines the process it runs in, and all that process starts, with the sandbox's seccomp
 filter, makes it undumpable, then runs the script named by its first argument as __main__.
 
-Started as `python3 -I -S -u confine.py FILTER SCRIPT ARGS...` for the Docker backend's
-command runner and Python kernels. FILTER is the BPF program the server compiled (the same one
+Started as `python3 -I -S -u confine.py FILTER SCRIPT ARGS...` for the Docker backend's Python
+kernels (each command gets the filter from byd-enter). FILTER is the BPF program the server compiled (the same one
 the Local sandbox installs). The engine's profile holds the same refusals, but gVisor applies
 it to a container's first process only, not to what `docker exec` starts, so the processes
 that run the user's code install it themselves.

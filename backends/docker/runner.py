@@ -96,10 +96,13 @@ class _In:
 
 
 def _become_subreaper():
-    """Orphans below this process are reparented to it instead of to init (PR_SET_CHILD_SUBREAPER)."""
+    """Orphans below this process are reparented to it instead of to init
+    (PR_SET_CHILD_SUBREAPER), and it is not dumpable (PR_SET_DUMPABLE 0): nothing in the
+    container but root may read its memory or open its descriptors through /proc."""
     try:
         import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return prctl(36, 1, 0, 0, 0) == 0 and prctl(4, 0, 0, 0, 0) == 0
     except (ImportError, OSError, AttributeError):
         return False
 

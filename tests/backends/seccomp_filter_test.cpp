@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/test_util.h"
 
 namespace byd {
@@ -235,3 +237,46 @@ TEST(SeccompFilter, WithoutTheModeRefusalsTheModesAreSet) {
 
 }  // namespace
 }  // namespace byd
+
+// The profile Docker's containers get: what the container's root needs for the file rules'
+// masks is allowed (mount, umount2, and unshare of a mount namespace alone), the rest of what
+// the sandbox refuses stays refused.
+TEST(ContainerSeccompProfile, AllowsRootsMasksAndNothingMore) {
+  const nlohmann::json profile = byd::containerSeccompProfile();
+  auto actionsOf = [&](const std::string& name) {
+    std::vector<nlohmann::json> found;
+    for (const auto& rule : profile["syscalls"]) {
+      for (const auto& n : rule["names"]) {
+        if (n == name) found.push_back(rule);
+      }
+    }
+    return found;
+  };
+  for (const char* name : {"mount", "umount2"}) {
+    const auto rules = actionsOf(name);
+    ASSERT_EQ(rules.size(), 1u) << name;
+    EXPECT_EQ(rules[0]["action"], "SCMP_ACT_ALLOW") << name;
+    EXPECT_TRUE(rules[0]["args"].empty()) << name;
+  }
+  const auto unshare = actionsOf("unshare");
+  ASSERT_EQ(unshare.size(), 1u);
+  EXPECT_EQ(unshare[0]["action"], "SCMP_ACT_ALLOW");
+  ASSERT_EQ(unshare[0]["args"].size(), 1u);
+  const auto& arg = unshare[0]["args"][0];
+  EXPECT_EQ(arg["op"], "SCMP_CMP_MASKED_EQ");
+  EXPECT_EQ(arg["valueTwo"], 0u);
+  // Every namespace flag but CLONE_NEWNS is in the mask: those fall to the default refusal.
+  const uint64_t mask = arg["value"].get<uint64_t>();
+  EXPECT_EQ(mask & CLONE_NEWNS, 0u);
+  for (uint64_t flag :
+       {CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP}) {
+    EXPECT_EQ(mask & flag, flag) << flag;
+  }
+  EXPECT_EQ(profile["defaultAction"], "SCMP_ACT_ERRNO");
+  for (const char* name : {"ptrace", "keyctl", "open_tree", "move_mount", "setns", "bpf"}) {
+    const auto rules = actionsOf(name);
+    ASSERT_EQ(rules.size(), 1u) << name;
+    EXPECT_EQ(rules[0]["action"], "SCMP_ACT_ERRNO") << name;
+    EXPECT_EQ(rules[0]["errnoRet"], EPERM) << name;
+  }
+}

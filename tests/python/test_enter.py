@@ -89,5 +89,115 @@ class EnterTest(unittest.TestCase):
         self.assertIn("cannot execute /no/such/program: No such file or directory", r.stderr)
 
 
+def in_namespace(script, **kw):
+    """Runs `script` (sh) in a mount namespace of its own, with a fresh /run: byd-enter mounts
+    its masks there, and none of them reaches this machine's namespace."""
+    prelude = ("mount -t tmpfs tmpfs /run && mkdir -m 0700 /run/backyard && "
+               "mount -t tmpfs -o mode=0700 tmpfs /run/backyard && ")
+    return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                           prelude + script], capture_output=True, text=True, timeout=60, **kw)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "masks are mounted by root")
+class MasksTest(unittest.TestCase):
+    """--masks-root and --mask: the file rules' masks, mounted before the program starts and
+    changed from what the last call left."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        os.chmod(self.tmp.name, 0o755)
+        self.ws = os.path.join(self.tmp.name, "ws")
+        os.makedirs(os.path.join(self.ws, "ro", "out"))
+        os.makedirs(os.path.join(self.ws, "secrets"))
+        for name, body in ((".env", "TOKEN=s3cret\n"), ("ro/a.txt", "a\n"),
+                           ("secrets/k", "key\n"), ("config", "cfg\n")):
+            with open(os.path.join(self.ws, name), "w") as f:
+                f.write(body)
+        os.symlink("ro", os.path.join(self.ws, "link"))
+        for d, dirs, files in os.walk(self.ws):
+            for n in [d] + [os.path.join(d, x) for x in dirs + files]:
+                os.lchown(n, UID, UID + 1)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def masked(self, *masks):
+        args = [ENTER, "--masks-root", self.ws]
+        for m in masks:
+            args += ["--mask", m[0] + os.path.join(self.ws, m[1:]).rstrip("/")]
+        return " ".join(f"'{a}'" for a in args)
+
+    def test_hidden_read_only_and_writable_paths(self):
+        probe = ("cat .env 2>&1; cat secrets/k 2>&1; echo x >> ro/a.txt 2>&1; "
+                 "echo y > ro/out/made && echo made; echo z >> config 2>&1; mv config c2 2>&1; "
+                 "cat ro/a.txt config")
+        r = in_namespace(f"{self.masked('f.env', 'dsecrets', 'rro', 'wro/out', 'rconfig')} "
+                         f"{IDS} {self.ws} sh -c '{probe}'")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout + r.stderr  # (the shell says what its redirections met on stderr)
+        self.assertNotIn("s3cret", out)
+        self.assertNotIn("key", out)
+        self.assertIn("cat: .env: Permission denied", out)
+        self.assertIn("cat: secrets/k: Permission denied", out)
+        self.assertIn("ro/a.txt: Read-only file system", out)
+        self.assertIn("made", out)
+        self.assertIn("config: Read-only file system", out)
+        self.assertIn("Device or resource busy", out)  # a mount point cannot be renamed
+        self.assertIn("a\ncfg\n", out)
+        # The host's files are as they were, the writable one written.
+        with open(os.path.join(self.ws, ".env")) as f:
+            self.assertEqual(f.read(), "TOKEN=s3cret\n")
+        with open(os.path.join(self.ws, "ro", "out", "made")) as f:
+            self.assertEqual(f.read(), "y\n")
+
+    def test_each_call_changes_what_the_last_left(self):
+        first = f"{self.masked('f.env', 'rro')} {IDS} {self.ws} sh -c 'cat .env 2>&1; true'"
+        second = f"{self.masked('f.env')} {IDS} {self.ws} sh -c 'echo w > ro/new && echo wrote'"
+        third = f"{self.masked()} {IDS} {self.ws} cat .env"
+        r = in_namespace(f"{first}; {second}; {third}; grep -c ' {self.ws}' /proc/self/mountinfo")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.split("\n")
+        self.assertIn("Permission denied", lines[0])
+        self.assertEqual(lines[1], "wrote")  # the read-only mask was undone
+        self.assertEqual(lines[2], "TOKEN=s3cret")  # no mask left
+        self.assertEqual(lines[3], "1")  # only the view the masks are made from
+
+    def test_a_path_reached_through_a_symlink_is_not_masked_there(self):
+        r = in_namespace(f"{self.masked('rlink/a.txt')} {IDS} {self.ws} sh -c "
+                         "'echo b >> ro/a.txt && cat ro/a.txt'")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "a\nb\n")
+
+    def test_bad_masks_are_named_and_nothing_runs(self):
+        r = in_namespace(f"{ENTER} --masks-root {self.ws} --mask f/etc/passwd {IDS} / "
+                         "echo ran")
+        self.assertEqual(r.returncode, 126)
+        self.assertNotIn("ran", r.stdout)
+        self.assertIn("cannot mask a path outside the workspace: /etc/passwd", r.stderr)
+        for bad in ("x/a", "f", "frelative"):
+            r = enter("--masks-root", self.ws, "--mask", bad, IDS, "/", "true")
+            self.assertEqual(r.returncode, 126, bad)
+            self.assertIn("usage: byd-enter", r.stderr)
+        r = enter("--mask", "f" + self.ws, IDS, "/", "true")  # masks without their root
+        self.assertIn("usage: byd-enter", r.stderr)
+
+    def test_update_masks_stops_the_users_processes_meanwhile(self):
+        loop = ("i=0; while [ $i -lt 40 ]; do cat .env >/dev/null 2>&1 && echo r || echo d; "
+                "i=$((i+1)); sleep 0.05; done")
+        update = f"{ENTER} --update-masks {UID} --masks-root {self.ws}"
+        r = in_namespace(f"{ENTER} {IDS} {self.ws} sh -c '{loop}' > {self.tmp.name}/log & "
+                         f"sleep 0.5; {update} --mask f{self.ws}/.env && echo updated; wait; "
+                         f"{update} && echo cleared")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "updated\ncleared\n")
+        with open(os.path.join(self.tmp.name, "log")) as f:
+            seen = f.read().split()
+        # Readable at first, denied once the mask is in, and the loop ran to its end.
+        self.assertEqual(len(seen), 40)
+        self.assertEqual(seen[0], "r")
+        self.assertEqual(seen[-1], "d")
+        self.assertEqual(seen, sorted(seen, key=lambda x: x == "d"))
+
+
 if __name__ == "__main__":
     unittest.main()
