@@ -25,7 +25,6 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,21 +59,22 @@ constexpr int kNoProgram = 127;
   exit(kCannot);
 }
 
-// Makes the masks of the workspace at `root` `wanted`, from what the last call left; one call
-// at a time. Exits when it cannot, saying why.
+// Makes the masks of the workspace at `root` `wanted`, from what the last call left. One call
+// at a time: a container runs one command, or one kernel, at a time. Exits when it cannot,
+// saying why.
 void syncMasks(const std::string& root, const std::vector<byd::enter::Mask>& wanted) {
+  const std::string state = std::string(byd::enter::kMaskSource) + "/state";
+  // No mask wanted and none was ever made here: nothing to do (most workspaces, most calls).
+  if (wanted.empty() && access(state.c_str(), F_OK) != 0 && errno == ENOENT) return;
   byd::enter::Masks masks(root, byd::enter::kMaskSource);
-  const std::string lock = std::string(byd::enter::kMaskSource) + "/lock";
-  const int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  std::string error;
-  if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-    error = "cannot lock " + lock + ": " + strerror(errno);
+  std::string error = masks.load();
+  const bool loaded = error.empty();
+  if (loaded) error = masks.apply(wanted);
+  if (loaded) {
+    // What was made, also when a mask failed: the next call starts from it.
+    const std::string saved = masks.save();
+    if (error.empty()) error = saved;
   }
-  if (error.empty()) error = masks.load();
-  if (error.empty()) error = masks.apply(wanted);
-  const std::string saved = error.empty() ? masks.save() : "";
-  if (error.empty()) error = saved;
-  if (fd >= 0) close(fd);
   if (!error.empty()) {
     fprintf(stderr, "byd-enter: the file rules' masks: %s\n", error.c_str());
     exit(kCannot);

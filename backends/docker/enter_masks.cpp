@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -206,18 +207,40 @@ std::string Masks::undo(const Made& made) {
 }
 
 std::string Masks::apply(const std::vector<Mask>& wanted) {
-  size_t same = 0;
-  while (same < made_.size() && same < wanted.size() && made_[same].mask == wanted[same]) ++same;
-  if (same == made_.size() && same == wanted.size()) return "";
-  if (std::string error = prepare(); !error.empty()) return error;
-  while (made_.size() > same) {
-    if (std::string error = undo(made_.back()); !error.empty()) return error;
-    made_.pop_back();
+  auto has = [](const auto& list, const Mask& mask, auto of) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& x) { return of(x) == mask; });
+  };
+  auto self = [](const Mask& m) -> const Mask& { return m; };
+  auto mask_of = [](const Made& m) -> const Mask& { return m.mask; };
+  // The paths whose mask goes or comes. A mask at or below one of them is made again: the
+  // mount under it is going, or a new one is covering it.
+  std::vector<std::string> changed;
+  // What found no target is tried again: it may be there now.
+  std::erase_if(made_, [](const Made& m) { return m.how == kNothing; });
+  for (const Made& m : made_) {
+    if (!has(wanted, m.mask, self)) changed.push_back(m.mask.path);
   }
-  for (size_t i = same; i < wanted.size(); ++i) {
+  for (const Mask& w : wanted) {
+    if (!has(made_, w, mask_of)) changed.push_back(w.path);
+  }
+  if (changed.empty()) return "";
+  auto affected = [&](const std::string& path) {
+    return std::any_of(changed.begin(), changed.end(), [&](const std::string& c) {
+      return path == c || (path.starts_with(c) && path[c.size()] == '/');
+    });
+  };
+  changed_ = true;
+  if (std::string error = prepare(); !error.empty()) return error;
+  for (size_t i = made_.size(); i-- > 0;) {  // innermost first
+    if (!affected(made_[i].mask.path)) continue;
+    if (std::string error = undo(made_[i]); !error.empty()) return error;
+    made_.erase(made_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  for (const Mask& w : wanted) {
+    if (has(made_, w, mask_of)) continue;  // kept: nothing above it changed
     Made made;
-    std::string error = make(wanted[i], made);
-    if (made.how != kNothing || error.empty()) made_.push_back(std::move(made));
+    std::string error = make(w, made);
+    if (made.how != kNothing) made_.push_back(std::move(made));
     if (!error.empty()) return error;
   }
   return "";
@@ -226,6 +249,7 @@ std::string Masks::apply(const std::vector<Mask>& wanted) {
 // The record: "R" and the remount state, the next aux number, then per mask its kind, how,
 // path and aux, each ended by a NUL.
 std::string Masks::save() const {
+  if (!changed_) return "";
   std::string text = "R" + std::to_string(remount_) + '\0' + std::to_string(next_aux_) + '\0';
   for (const Made& m : made_) {
     text += std::string(1, m.mask.kind) + '\0' + std::string(1, m.how) + '\0' + m.mask.path + '\0' +

@@ -41,10 +41,11 @@ class Masks {
 
   // What an earlier call left in this namespace (its record at the source); "" or what failed.
   std::string load();
-  // Makes the masks `wanted`: what they share at their head with those in force stays, the
-  // rest is undone (innermost first) and `wanted`'s tail made. "" or what failed.
+  // Makes the masks `wanted` (a directory's before those below it): a mask in force that is
+  // still wanted stays, unless a mask at or above its path goes or comes; the rest is undone
+  // (innermost first) and what is missing made, in `wanted`'s order. "" or what failed.
   std::string apply(const std::vector<Mask>& wanted);
-  // Records what is in force for the next load; "" or what failed.
+  // Records what is in force for the next load, when apply changed it; "" or what failed.
   std::string save() const;
 
  private:
@@ -70,6 +71,7 @@ class Masks {
   bool prepared_ = false;
   int remount_ = -1;  // whether a bind's flags can be changed: unknown, no, yes
   unsigned next_aux_ = 0;
+  bool changed_ = false;
   std::vector<Made> made_;
 };
 

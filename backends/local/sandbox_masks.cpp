@@ -160,6 +160,8 @@ std::string NamespaceMasks::apply(const MaskList& wanted) {
     if (std::string error = mountOne(wanted[i].first, wanted[i].second, done); !error.empty()) {
       return error;
     }
+    // A mask that found no target is not in force: the next change tries it again.
+    if (!done.mount.valid() && !done.flagged.valid()) continue;
     current_.push_back(wanted[i]);
     applied_.push_back(std::move(done));
   }

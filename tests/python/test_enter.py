@@ -162,6 +162,24 @@ class MasksTest(unittest.TestCase):
         self.assertEqual(lines[2], "TOKEN=s3cret")  # no mask left
         self.assertEqual(lines[3], "1")  # only the view the masks are made from
 
+    def test_a_mask_below_one_that_goes_or_comes_is_made_again(self):
+        probe = "sh -c 'cat ro/a.txt 2>&1; touch ro/t 2>&1 && echo touched; true'"
+        calls = [self.masked("rro", "fro/a.txt"),  # read-only, with a.txt hidden in it
+                 self.masked("fro/a.txt"),  # ro's mask goes: a.txt's went with it, and is back
+                 self.masked("rro", "fro/a.txt"),  # and comes back over a.txt's
+                 self.masked("dsecrets", "rro", "fro/a.txt")]  # another beside: both kept
+        r = in_namespace("; ".join(f"{c} {IDS} {self.ws} {probe}; echo --" for c in calls))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = (r.stdout + r.stderr).split("--\n")
+        self.assertEqual(len(out), 5, out)
+        for i, part in enumerate(out[:4]):
+            self.assertIn("cat: ro/a.txt: Permission denied", part, i)
+            self.assertNotIn("a\n", part.replace("a.txt", ""), i)
+        self.assertIn("Read-only file system", out[0])
+        self.assertIn("touched", out[1])
+        self.assertIn("Read-only file system", out[2])
+        self.assertIn("Read-only file system", out[3])
+
     def test_a_path_reached_through_a_symlink_is_not_masked_there(self):
         r = in_namespace(f"{self.masked('rlink/a.txt')} {IDS} {self.ws} sh -c "
                          "'echo b >> ro/a.txt && cat ro/a.txt'")
