@@ -37,14 +37,10 @@ class Session:
         self.next_id = 1
         self.reconnects = 0
 
-    def post(self, message):
-        headers = {"Host": f"127.0.0.1:{self.port}", "Content-Type": "application/json",
-                   "Accept": ACCEPT}
-        if self.sid:
-            headers.update({"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": "2025-06-18"})
-        body = json.dumps(message).encode()
+    def send(self, method, headers, body=None):
+        """One request and its response on the kept-alive connection."""
         try:
-            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            self.conn.request(method, "/mcp", body=body, headers=headers)
             resp = self.conn.getresponse()
         except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
             # The server closed this kept-alive connection (idle for its keep-alive time: a
@@ -53,9 +49,16 @@ class Session:
             self.reconnects += 1
             self.conn.close()
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            self.conn.request(method, "/mcp", body=body, headers=headers)
             resp = self.conn.getresponse()
-        data = resp.read()
+        return resp, resp.read()
+
+    def post(self, message):
+        headers = {"Host": f"127.0.0.1:{self.port}", "Content-Type": "application/json",
+                   "Accept": ACCEPT}
+        if self.sid:
+            headers.update({"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": "2025-06-18"})
+        resp, data = self.send("POST", headers, json.dumps(message).encode())
         return resp.status, resp.getheader("Mcp-Session-Id"), data
 
     def request(self, method, params):
@@ -84,10 +87,8 @@ class Session:
         assert status == 202
 
     def close(self):
-        self.conn.request("DELETE", "/mcp", headers={"Host": f"127.0.0.1:{self.port}",
-                                                     "Mcp-Session-Id": self.sid})
-        resp = self.conn.getresponse()
-        resp.read()
+        resp, _ = self.send("DELETE", {"Host": f"127.0.0.1:{self.port}",
+                                       "Mcp-Session-Id": self.sid})
         self.conn.close()
         assert resp.status == 200, resp.status
 
