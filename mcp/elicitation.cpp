@@ -51,7 +51,7 @@ Result<nlohmann::json> elicitationParams(const permissions::Question& q) {
       q.op == permissions::Operation::kExecute || q.op == permissions::Operation::kPython;
   std::string question =
       block ? "backyard-mcp asks: allow " + name + "? " + reason + "\n\n" + shown
-      : q.op == permissions::Operation::kNetwork
+      : q.op == permissions::Operation::kNetwork || q.op == permissions::Operation::kInstall
           ? "backyard-mcp asks: " + shown + ". Allow? " + reason
           : "backyard-mcp asks: allow " + name + " for '" + shown + "'? " + reason;
   nlohmann::json properties = {{"approve",

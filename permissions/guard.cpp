@@ -6,6 +6,7 @@
 
 #include "permissions/command_split.h"
 #include "permissions/env_policy.h"
+#include "permissions/pip_install.h"
 
 namespace byd::permissions {
 namespace {
@@ -187,6 +188,36 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     if (d.action == Action::kDeny) {
       d.source += " for '" + shorten(command.fullText()) + "'";
       return d;
+    }
+    if (auto pip = pipInstallOf(command.words)) {
+      // What it installs is judged by the install rules too.
+      for (const std::string& name : pip->names) {
+        Decision install = rules_.decide(Operation::kInstall, name);
+        install.description =
+            reasonOf(install) + " ('" + shorten(command.text()) + "' installs " + name + ")";
+        if (install.action == Action::kDeny) return install;
+        if (install.action != Action::kAsk) continue;
+        if (grants != nullptr && grants->covers(Operation::kInstall, name)) {
+          if (granted != nullptr) *granted = true;
+          continue;
+        }
+        ask(install, SessionGrant::forTarget(Operation::kInstall, name));
+      }
+      for (const std::string& what : pip->unknown) {
+        // Unknown names: allowed where every install is, denied where every one is, else asked.
+        if (rules_.alwaysAllowed(Operation::kInstall)) continue;
+        if (rules_.alwaysDenied(Operation::kInstall)) {
+          const Decision any = rules_.decide(Operation::kInstall, "*");
+          return {Action::kDeny, any.source,
+                  reasonOf(any) + " ('" + shorten(command.text()) + "' installs from " + what + ")",
+                  any.pattern};
+        }
+        all_offered = false;
+        if (combined.action == Action::kAllow) {
+          combined = {Action::kAsk, "what pip installs is known only when it runs",
+                      "'" + shorten(command.text()) + "' installs from " + what, ""};
+        }
+      }
     }
     if (!command.unknown.empty()) {
       // Deny rules matched its text; nothing else can be said of it before it runs. (Only the

@@ -109,7 +109,7 @@ json section(const char* fallback, json rules) {
 
 // Path operations share their rules; `path_default` and `write_default` are their defaults.
 json build(const char* name, const char* description, const char* global, const char* read,
-           const char* write, const char* run, json write_extra) {
+           const char* write, const char* run, const char* install, json write_extra) {
   const json secrets = secretPathRules();
   return {{"name", name},
           {"description", description},
@@ -126,7 +126,8 @@ json build(const char* name, const char* description, const char* global, const 
           {"execute",
            section(run, concat(json::array({secretCommandRule()}), dangerousCommandRules()))},
           {"python", section(run, json::array({secretPythonRule()}))},
-          {"network", section("deny", json::array())}};
+          {"network", section("deny", json::array())},
+          {"install", section(install, json::array())}};
 }
 
 }  // namespace
@@ -136,22 +137,22 @@ std::span<const std::string_view> presetNames() { return kPresetNames; }
 Result<nlohmann::json> presetJson(std::string_view name) {
   if (name == "default") {
     return build("default", "Reading is allowed; writing, editing and running ask first.", "ask",
-                 "allow", "ask", "ask", json::array());
+                 "allow", "ask", "ask", "ask", json::array());
   }
   if (name == "permissive") {
     return build("permissive",
                  "Everything is allowed except secrets, writes to system paths and dangerous "
                  "commands.",
-                 "allow", "allow", "allow", "allow", systemPathRules());
+                 "allow", "allow", "allow", "allow", "allow", systemPathRules());
   }
   if (name == "readonly") {
     return build("readonly",
                  "A code-review bot: read, ls, glob and grep only; nothing is written or run.",
-                 "deny", "allow", "deny", "deny", json::array());
+                 "deny", "allow", "deny", "deny", "deny", json::array());
   }
   if (name == "strict") {
     return build("strict", "Everything asks first; secrets and dangerous commands are denied.",
-                 "ask", "ask", "ask", "ask", json::array());
+                 "ask", "ask", "ask", "ask", "deny", json::array());
   }
   return notFound("no ruleset preset '" + std::string(name) +
                   "' (presets: default, permissive, readonly, strict)");

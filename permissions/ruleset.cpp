@@ -14,8 +14,14 @@ namespace byd::permissions {
 namespace {
 
 constexpr std::array<std::string_view, kOperationCount> kOperationNames = {
-    "read",    "write",  "edit",  "ls",   "glob",   "grep",
-    "execute", "python", "mkdir", "move", "delete", "network"};
+    "read",   "write", "edit", "ls",     "glob",    "grep",   "execute",
+    "python", "mkdir", "move", "delete", "network", "install"};
+
+// Operations a ruleset opens only by a section of its own: without one, they are denied
+// whatever the global default says (the sandbox has had no network, and nothing was installed).
+bool closedWithoutSection(Operation op) {
+  return op == Operation::kNetwork || op == Operation::kInstall;
+}
 
 bool judgedAsWrite(Operation op) {
   return op == Operation::kMkdir || op == Operation::kMove || op == Operation::kDelete;
@@ -129,7 +135,7 @@ Result<Ruleset::Rule> Ruleset::compileRule(Operation op, const nlohmann::json& r
     return out;
   }
   // Host names are compared without regard to case: the target is lower-cased, so is the rule.
-  auto glob = GlobMatcher::compile(out.text, ignore_case || op == Operation::kNetwork);
+  auto glob = GlobMatcher::compile(out.text, ignore_case || closedWithoutSection(op));
   if (!glob.ok()) return invalidArgument(where + ".pattern: " + glob.status().message());
   out.glob = std::move(*glob);
   return out;
@@ -249,22 +255,26 @@ Decision Ruleset::decide(Operation op, std::string_view target) const {
     }
   }
   if (ops.fallback) return {*ops.fallback, name + " default", ""};
-  // The sandbox has had no network: a ruleset opens it only by saying so in its own section.
-  if (op == Operation::kNetwork) return {Action::kDeny, "network (no section: denied)", ""};
+  // A ruleset opens the network, and installs, only by saying so in a section of its own.
+  if (closedWithoutSection(op)) return {Action::kDeny, name + " (no section: denied)", ""};
   return {fallback_, "global default", ""};
 }
 
-bool Ruleset::alwaysDenied(Operation op) const {
+bool Ruleset::always(Operation op, Action action) const {
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
-  const Action fallback = op == Operation::kNetwork ? Action::kDeny : fallback_;
-  if (ops.fallback.value_or(fallback) != Action::kDeny) return false;
+  const Action fallback = closedWithoutSection(op) ? Action::kDeny : fallback_;
+  if (ops.fallback.value_or(fallback) != action) return false;
   return std::all_of(ops.actions.begin(), ops.actions.end(),
-                     [](Action a) { return a == Action::kDeny; });
+                     [action](Action a) { return a == action; });
 }
+
+bool Ruleset::alwaysDenied(Operation op) const { return always(op, Action::kDeny); }
+
+bool Ruleset::alwaysAllowed(Operation op) const { return always(op, Action::kAllow); }
 
 bool Ruleset::mayAsk() const {
   for (const OperationRules& ops : ops_) {
-    const Action fallback = ops.named == Operation::kNetwork ? Action::kDeny : fallback_;
+    const Action fallback = closedWithoutSection(ops.named) ? Action::kDeny : fallback_;
     if (ops.fallback.value_or(fallback) == Action::kAsk) return true;
     if (std::find(ops.actions.begin(), ops.actions.end(), Action::kAsk) != ops.actions.end()) {
       return true;

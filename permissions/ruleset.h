@@ -42,9 +42,10 @@ enum class Operation {
   kMkdir,
   kMove,
   kDelete,
-  kNetwork  // a connection from inside the sandbox: "host:port", host lower-cased
+  kNetwork,  // a connection from inside the sandbox: "host:port", host lower-cased
+  kInstall   // a Python distribution installed: its name, normalized (pip_install.h)
 };
-inline constexpr size_t kOperationCount = 12;
+inline constexpr size_t kOperationCount = 13;
 
 std::string_view actionName(Action a);
 std::string_view operationName(Operation op);
@@ -79,6 +80,9 @@ class Ruleset {
   // True when `op` can never be allowed or asked: its default resolves to deny and no rule
   // allows or asks. Such operations' tools are hidden from tools/list.
   bool alwaysDenied(Operation op) const;
+  // True when every target of `op` is allowed: its default resolves to allow and every rule
+  // allows (the protected paths aside).
+  bool alwaysAllowed(Operation op) const;
   // True when some operation's default or some rule says "ask".
   bool mayAsk() const;
 
@@ -86,6 +90,8 @@ class Ruleset {
   const nlohmann::json& json() const { return json_; }
 
  private:
+  // Whether every rule of `op` and its default say `action`.
+  bool always(Operation op, Action action) const;
   struct Rule {
     std::string text;                    // the pattern or regex as written
     std::optional<GlobMatcher> glob;     // path patterns
