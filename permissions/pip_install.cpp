@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "backends/python/import_names.h"
+
 namespace byd::permissions {
 namespace {
 
@@ -71,18 +73,6 @@ bool listed(std::string_view word, auto const& list) {
 }
 
 }  // namespace
-
-std::string normalizeDistribution(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (out.empty() || out.back() != '-') out += '-';
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return out;
-}
 
 std::optional<std::string> requirementName(std::string_view req) {
   // PEP 508: a name of letters, digits, '-', '_' and '.', starting and ending with a letter or

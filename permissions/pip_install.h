@@ -20,10 +20,6 @@ struct PipInstall {
 // What `words` installs, or nullopt when it is not a pip install.
 std::optional<PipInstall> pipInstallOf(const std::vector<std::string>& words);
 
-// A distribution's name as PEP 503 compares them: lower-case, each run of '-', '_' and '.'
-// one '-'.
-std::string normalizeDistribution(std::string_view name);
-
 // The distribution a requirement names ("requests[socks]>=2.0; python_version>'3'" is
 // "requests"), normalized; nullopt when it names none (a path, a URL, an expansion).
 std::optional<std::string> requirementName(std::string_view requirement);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/python/import_names.h"
 #include "permissions/guard.h"
 #include "permissions/presets.h"
 
