@@ -232,28 +232,30 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
   // containers go without it (gVisor applies none).
   BYD_ASSIGN_OR_RETURN(const bool apparmor, engineAppArmor());
   if (apparmor && runtime != "runsc") security.push_back("apparmor=unconfined");
-  json host = {{"Mounts", std::move(mounts)},
-               {"NetworkMode", options_.network},
-               {"CapDrop", {"ALL"}},
-               // For the container's root alone, which runs the command runner and starts kernels:
-               // to become the user that runs the code, to end its processes, and to mount the
-               // masks of the file rules. The code holds none.
-               {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN"}},
-               // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
-               // in place of the engine's default profile.
-               {"SecurityOpt", std::move(security)},
-               {"ReadonlyRootfs", true},
-               {"Tmpfs",
-                {{"/tmp", "rw,nosuid,nodev,size=256m"},
-                 // Where the masks' placeholders are made; root's alone.
-                 {enter::kMaskSource, "rw,nosuid,nodev,noexec,size=1m,mode=0700"}}},
-               {"Memory", options_.memory_bytes},
-               {"MemorySwap", options_.memory_bytes},
-               {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
-               {"PidsLimit", options_.pids},
-               {"Ulimits", std::move(ulimits)},
-               {"Init", true},
-               {"Runtime", runtime}};
+  json host = {
+      {"Mounts", std::move(mounts)},
+      {"NetworkMode", options_.network},
+      {"CapDrop", {"ALL"}},
+      // For the container's root alone, which runs the command runner and starts kernels:
+      // to become the user that runs the code, to end its processes, and to mount the
+      // masks of the file rules, also in directories only that user may enter. The code
+      // holds none.
+      {"CapAdd", {"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH"}},
+      // The sandbox's own refusals (no setuid/setgid bits, no new user namespaces, ...)
+      // in place of the engine's default profile.
+      {"SecurityOpt", std::move(security)},
+      {"ReadonlyRootfs", true},
+      {"Tmpfs",
+       {{"/tmp", "rw,nosuid,nodev,size=256m"},
+        // Where the masks' placeholders are made; root's alone.
+        {enter::kMaskSource, "rw,nosuid,nodev,noexec,size=1m,mode=0700"}}},
+      {"Memory", options_.memory_bytes},
+      {"MemorySwap", options_.memory_bytes},
+      {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
+      {"PidsLimit", options_.pids},
+      {"Ulimits", std::move(ulimits)},
+      {"Init", true},
+      {"Runtime", runtime}};
   json spec = {{"Image", options_.image},
                {"Cmd", std::move(cmd)},
                // The container's first processes are root's: the code cannot end them.

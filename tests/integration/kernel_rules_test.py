@@ -176,6 +176,27 @@ class KernelRules(ServerCase):
                         "    print('errno', e.errno)")
         self.assertIn("errno 13", text(r))
 
+    def test_a_secret_in_a_directory_only_the_user_may_enter_is_masked(self):
+        # A directory the code made for itself alone (mode 0700), and a secret that appears in
+        # it, owned as the directory is: whoever masks must still reach it.
+        r = self.execute("mkdir -m 700 private && echo plain > private/notes.txt && echo made")
+        self.assertIn("made", text(r))
+        private = os.path.join(self.root, "private")
+        try:
+            st = os.stat(private)
+            self.assertEqual(st.st_mode & 0o777, 0o700)
+            secret = os.path.join(private, ".env")
+            with open(secret, "w") as f:
+                f.write(f"TOKEN={SECRET}\n")
+            os.chown(secret, st.st_uid, st.st_gid)
+            r = self.execute("cat private/notes.txt; cat private/.e* 2>&1; true")
+            self.assertIn("plain", text(r))
+            self.assertNoSecret(r, "a secret in a private directory")
+            self.assertNoSecret(self.python("print(open('private/.e'+'nv').read())"),
+                                "a secret in a private directory, from a kernel")
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
     def test_a_secret_that_appears_later_is_masked(self):
         r = self.python("x = 1")  # the session's kernel lives across the cells below
         self.assertFalse(r.get("isError"), text(r))
