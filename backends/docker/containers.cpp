@@ -373,6 +373,22 @@ Result<std::string> DockerBackend::ensureContainer() {
             client_.request("POST", "/containers/" + container_ + "/start").status());
       }
       spdlog::info("docker: reattached container {} ({})", options_.container_name, runtime_);
+      if (options_.proxy) {
+        // Its relay reaches the proxy through the directory it was made with.
+        BYD_ASSIGN_OR_RETURN(const std::string dir, proxyDir());
+        const std::string cmd = (*existing)["Config"].value("Cmd", json::array()).dump();
+        bool bound = false;
+        for (const json& m : existing->value("Mounts", json::array())) {
+          bound =
+              bound || (m.value("Destination", "") == kProxyDir && m.value("Source", "") == dir);
+        }
+        if (cmd.find("--relay") == std::string::npos || !bound) {
+          spdlog::warn(
+              "docker: container {} was made without the relay to the server's proxy, so it "
+              "has no network at all; remove it to have it made again",
+              options_.container_name);
+        }
+      }
       return container_;
     }
     if (existing.status().code() != Code::kNotFound) return existing.status();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -192,8 +193,34 @@ DockerBackend::~DockerBackend() {
   proxy_.reset();
   if (!proxy_dir_.empty()) {
     unlink((proxy_dir_ + "/" + kProxySocket).c_str());
-    rmdir(proxy_dir_.c_str());
+    if (options_.container_name.empty()) rmdir(proxy_dir_.c_str());  // a kept one stays bound
   }
+}
+
+Result<std::string> DockerBackend::makeProxyDir() const {
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  if (options_.container_name.empty()) {
+    std::string dir = (tmp / "byd-net-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) {
+      return internalError("cannot make a directory for the proxy's socket: " +
+                           std::string(strerror(errno)));
+    }
+    return dir;
+  }
+  // A kept container binds this directory for good: the same one for every server that
+  // reattaches it, which makes a new socket in it. Only this user's, and no symlink.
+  std::string name;
+  for (char c : options_.container_name) name += isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const std::string dir = (tmp / ("byd-net-" + name)).string();
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return internalError("cannot make " + dir + ": " + strerror(errno));
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & 077) != 0) {
+    return failedPrecondition(dir + " is not a directory of this user's alone: remove it");
+  }
+  return dir;
 }
 
 Result<std::string> DockerBackend::proxyDir() {
@@ -205,12 +232,9 @@ Result<std::string> DockerBackend::proxyDir() {
             "the network rules need the Docker engine on this machine (a unix:// socket): its "
             "containers reach the proxy through a socket bound into them");
       }
-      std::string dir = (std::filesystem::temp_directory_path() / "byd-net-XXXXXX").string();
-      if (mkdtemp(dir.data()) == nullptr) {
-        return internalError("cannot make a directory for the proxy's socket: " +
-                             std::string(strerror(errno)));
-      }
+      BYD_ASSIGN_OR_RETURN(std::string dir, makeProxyDir());
       proxy_dir_ = dir;
+      unlink((dir + "/" + kProxySocket).c_str());  // a kept container's, from an earlier server
       UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
       sockaddr_un addr{};
       addr.sun_family = AF_UNIX;

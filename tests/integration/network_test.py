@@ -14,6 +14,7 @@ import hashlib
 import http.server
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -219,6 +220,39 @@ class AskedNetwork(unittest.TestCase):
                 self.assertEqual(len(c.asked), 1)  # a no holds as well
             finally:
                 c.close()
+                net.close()
+
+
+class KeptContainer(unittest.TestCase):
+    """Docker: a kept container (--container-name) still reaches the proxy when a later server
+    reattaches it (the directory bound into it stays; the new server listens there)."""
+
+    def test_a_reattached_container_reaches_the_proxy(self):
+        if "docker" not in EXTRA:
+            self.skipTest("--container-name is the Docker backend's")
+        net = Internet()
+        name = f"byd-kept-net-{os.getpid()}"
+        with tempfile.TemporaryDirectory(prefix="byd-net-ws-") as root:
+            os.chmod(root, 0o755)
+            rules = os.path.join(root, "rules.json")
+            with open(rules, "w") as f:
+                json.dump({"extends": "permissive", "name": "kept", "network": {"rules": [
+                    {"pattern": f"127.0.0.2:{net.port}", "action": "allow"}]}}, f)
+            try:
+                for round in range(2):
+                    c = Client(BINARY, "--root", root, "--log-level", "info", "--ruleset", rules,
+                               "--container-name", name, *EXTRA)
+                    try:
+                        body = text(c.call("execute", timeout_s=60,
+                                           command=f"curl -sS http://127.0.0.2:{net.port}/"))
+                        self.assertIn(PAGE, body, f"round {round}")
+                    finally:
+                        c.close()
+                    if round == 1:
+                        self.assertIn("reattached container", c.stderr)
+                        self.assertNotIn("without the relay", c.stderr)
+            finally:
+                subprocess.run(["docker", "rm", "-f", name], capture_output=True)
                 net.close()
 
 
