@@ -4,8 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -86,6 +88,13 @@ class ProfileFile {
   std::string dir_, path_;
 };
 
+// Whether `doc[key]` is an array with an element `match` takes (the engine's /version and
+// /info lists).
+bool anyListed(const json& doc, const char* key, const std::function<bool(const json&)>& match) {
+  const json list = doc.is_object() ? doc.value(key, json::array()) : json::array();
+  return list.is_array() && std::any_of(list.begin(), list.end(), match);
+}
+
 }  // namespace
 
 void DockerBackend::removeContainer(const std::string& container) {
@@ -102,30 +111,20 @@ Result<bool> DockerBackend::enginePodman() {
   std::lock_guard lock(engine_mu_);
   if (podman_) return *podman_;
   BYD_ASSIGN_OR_RETURN(json version, client_.request("GET", "/version"));
-  bool podman = false;
-  const json parts = version.is_object() ? version.value("Components", json::array()) : json();
-  for (const json& part : parts.is_array() ? parts : json::array()) {
-    if (part.is_object() && part.value("Name", "").find("Podman") != std::string::npos) {
-      podman = true;
-    }
-  }
-  podman_ = podman;
-  return podman;
+  podman_ = anyListed(version, "Components", [](const json& part) {
+    return part.is_object() && part.value("Name", "").find("Podman") != std::string::npos;
+  });
+  return *podman_;
 }
 
 Result<bool> DockerBackend::engineAppArmor() {
   std::lock_guard lock(engine_mu_);
   if (apparmor_) return *apparmor_;
   BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
-  bool apparmor = false;
-  const json options = info.is_object() ? info.value("SecurityOptions", json::array()) : json();
-  for (const json& option : options.is_array() ? options : json::array()) {
-    if (option.is_string() && option.get<std::string>().find("name=apparmor") == 0) {
-      apparmor = true;
-    }
-  }
-  apparmor_ = apparmor;
-  return apparmor;
+  apparmor_ = anyListed(info, "SecurityOptions", [](const json& option) {
+    return option.is_string() && option.get<std::string>().starts_with("name=apparmor");
+  });
+  return *apparmor_;
 }
 
 void DockerBackend::warnWithoutHostSockets() const {
@@ -133,12 +132,11 @@ void DockerBackend::warnWithoutHostSockets() const {
   std::call_once(once, [this] {
     auto info = client_.request("GET", "/info");
     if (!info.ok() || !info->is_object()) return;
-    const json args = info->value("Runtimes", json::object())
-                          .value("runsc", json::object())
-                          .value("runtimeArgs", json::array());
-    for (const json& arg : args.is_array() ? args : json::array()) {
-      const std::string a = arg.is_string() ? arg.get<std::string>() : "";
-      if (a == "--host-uds=open" || a == "--host-uds=all" || a == "--fsgofer-host-uds") return;
+    const json runsc = info->value("Runtimes", json::object()).value("runsc", json::object());
+    if (anyListed(runsc, "runtimeArgs", [](const json& arg) {
+          return arg == "--host-uds=open" || arg == "--host-uds=all" || arg == "--fsgofer-host-uds";
+        })) {
+      return;
     }
     spdlog::warn(
         "docker: gVisor (runsc) is registered without --host-uds=open, so its containers cannot "

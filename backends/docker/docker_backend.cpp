@@ -223,31 +223,31 @@ Result<std::string> DockerBackend::makeProxyDir() const {
   return dir;
 }
 
+Status DockerBackend::openProxy() {
+  if (client_.endpoint().unix_path.empty()) {
+    return failedPrecondition(
+        "the network rules need the Docker engine on this machine (a unix:// socket): its "
+        "containers reach the proxy through a socket bound into them");
+  }
+  BYD_ASSIGN_OR_RETURN(std::string dir, makeProxyDir());
+  proxy_dir_ = dir;
+  const std::string path = dir + "/" + kProxySocket;
+  unlink(path.c_str());  // a kept container's, from an earlier server
+  UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (!listener.valid() ||
+      bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listener.get(), 128) != 0) {
+    return internalError("cannot listen on " + path + ": " + strerror(errno));
+  }
+  return proxy_->serve(std::move(listener));
+}
+
 Result<std::string> DockerBackend::proxyDir() {
   if (!options_.proxy) return std::string();
-  std::call_once(proxy_once_, [this] {
-    proxy_status_ = [this]() -> Status {
-      if (client_.endpoint().unix_path.empty()) {
-        return failedPrecondition(
-            "the network rules need the Docker engine on this machine (a unix:// socket): its "
-            "containers reach the proxy through a socket bound into them");
-      }
-      BYD_ASSIGN_OR_RETURN(std::string dir, makeProxyDir());
-      proxy_dir_ = dir;
-      unlink((dir + "/" + kProxySocket).c_str());  // a kept container's, from an earlier server
-      UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-      sockaddr_un addr{};
-      addr.sun_family = AF_UNIX;
-      const std::string path = dir + "/" + kProxySocket;
-      snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-      if (!listener.valid() ||
-          bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-          listen(listener.get(), 128) != 0) {
-        return internalError("cannot listen on " + path + ": " + strerror(errno));
-      }
-      return proxy_->serve(std::move(listener));
-    }();
-  });
+  std::call_once(proxy_once_, [this] { proxy_status_ = openProxy(); });
   BYD_RETURN_IF_ERROR(proxy_status_);
   return proxy_dir_;
 }

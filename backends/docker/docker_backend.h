@@ -156,6 +156,8 @@ class DockerBackend : public Backend, public Executor {
   Status updateMasks(const std::string& box, const std::vector<std::string>& masks);
   // The proxy's socket directory on the host, listening (made once); "" without the proxy.
   Result<std::string> proxyDir();
+  // Makes that directory and listens there (proxyDir, once).
+  Status openProxy();
   // A new directory for it; the same one each time for a kept (named) container.
   Result<std::string> makeProxyDir() const;
   // The environment of the code: the proxy's variables with the proxy.

@@ -203,21 +203,22 @@ std::string Masks::undo(const Made& made) {
 }
 
 std::string Masks::apply(const std::vector<Mask>& wanted) {
-  auto has = [](const auto& list, const Mask& mask, auto of) {
-    return std::any_of(list.begin(), list.end(), [&](const auto& x) { return of(x) == mask; });
+  auto wants = [&](const Mask& m) {
+    return std::find(wanted.begin(), wanted.end(), m) != wanted.end();
   };
-  auto self = [](const Mask& m) -> const Mask& { return m; };
-  auto mask_of = [](const Made& m) -> const Mask& { return m.mask; };
+  auto made = [&](const Mask& m) {
+    return std::any_of(made_.begin(), made_.end(), [&](const Made& x) { return x.mask == m; });
+  };
   // The paths whose mask goes or comes. A mask at or below one of them is made again: the
   // mount under it is going, or a new one is covering it.
   std::vector<std::string> changed;
   // What found no target is tried again: it may be there now.
   std::erase_if(made_, [](const Made& m) { return m.how == kNothing; });
   for (const Made& m : made_) {
-    if (!has(wanted, m.mask, self)) changed.push_back(m.mask.path);
+    if (!wants(m.mask)) changed.push_back(m.mask.path);
   }
   for (const Mask& w : wanted) {
-    if (!has(made_, w, mask_of)) changed.push_back(w.path);
+    if (!made(w)) changed.push_back(w.path);
   }
   if (changed.empty()) return "";
   auto affected = [&](const std::string& path) {
@@ -233,10 +234,10 @@ std::string Masks::apply(const std::vector<Mask>& wanted) {
     made_.erase(made_.begin() + static_cast<std::ptrdiff_t>(i));
   }
   for (const Mask& w : wanted) {
-    if (has(made_, w, mask_of)) continue;  // kept: nothing above it changed
-    Made made;
-    std::string error = make(w, made);
-    if (made.how != kNothing) made_.push_back(std::move(made));
+    if (made(w)) continue;  // kept: nothing above it changed
+    Made m;
+    std::string error = make(w, m);
+    if (m.how != kNothing) made_.push_back(std::move(m));
     if (!error.empty()) return error;
   }
   return "";
