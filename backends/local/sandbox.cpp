@@ -133,24 +133,36 @@ bool Sandbox::without(std::string_view layer) const {
 
 Status Sandbox::verify() const {
   // Once, and not at start-up: a sandboxed `exit 0` costs tens of milliseconds that the
-  // server's start need not wait for. Whoever runs first waits for it.
-  std::call_once(verified_once_, [this] {
-    verified_ = prepare();
-    if (!verified_.ok() || !options_.isolate) return;
-    RunRequest probe;
-    probe.argv = {"/bin/sh", "-c", "exit 0"};
-    probe.cwd = "/";
-    probe.env = {"PATH=/usr/bin:/bin"};
-    probe.timeout = std::chrono::seconds(10);
-    auto r = runUnchecked(probe, CancelToken());
-    if (!r.ok() || r->exit_code != 0) {
-      verified_ =
-          failedPrecondition("the kernel refused the sandbox's namespaces (" +
-                             (r.ok() ? r->stderr_data.substr(0, 200) : r.status().message()) +
-                             "); start with --sandbox none to run commands without isolation");
-    }
-  });
-  return verified_;
+  // server's start need not wait for. Whoever runs first waits for it. Only an answer is
+  // kept: a probe that a busy machine made late, or that was killed, is tried again.
+  std::lock_guard lock(verify_mu_);
+  if (verified_) return *verified_;
+  if (!prepared_.done) {
+    prepared_.done = true;
+    Status prepared = prepare();
+    if (!prepared.ok() || !options_.isolate) return *(verified_ = prepared);
+  }
+  RunRequest probe;
+  probe.argv = {"/bin/sh", "-c", "exit 0"};
+  probe.cwd = "/";
+  probe.env = {"PATH=/usr/bin:/bin"};
+  probe.timeout = std::chrono::seconds(30);
+  auto r = runUnchecked(probe, CancelToken());
+  if (r.ok() && r->exit_code == 0) return *(verified_ = okStatus());
+  if (r.ok() && (r->timed_out || r->exit_code > 128)) {
+    return Status(r->timed_out ? Code::kDeadlineExceeded : Code::kInternal,
+                  r->timed_out ? "the sandbox's first command did not finish in 30 s (is the "
+                                 "machine overloaded?); try again"
+                               : "the sandbox's first command was killed by signal " +
+                                     std::to_string(r->exit_code - 128) + "; try again");
+  }
+  std::string why = !r.ok() ? r.status().message()
+                    : !r->stderr_data.empty()
+                        ? r->stderr_data.substr(0, 200)
+                        : "exit status " + std::to_string(r->exit_code) + ", nothing on stderr";
+  return *(verified_ = failedPrecondition(
+               "the kernel refused the sandbox's namespaces (" + why +
+               "); start with --sandbox none to run commands without isolation"));
 }
 
 std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {

@@ -162,13 +162,14 @@ class Sandbox {
     std::unique_ptr<CgroupSet> cgroups;  // null until prepare() has probed them
     UniqueFd exe_fd;                     // this binary, bound into the sandbox as the helper
     std::string layers;
+    bool done = false;  // prepare() has run
   };
   mutable Prepared prepared_;
   std::function<void(UniqueFd)> proxy_listener_;
   mutable std::mutex helper_mu_;
   mutable std::shared_ptr<ZygoteClient> helper_;
-  mutable std::once_flag verified_once_;
-  mutable Status verified_;
+  mutable std::mutex verify_mu_;
+  mutable std::optional<Status> verified_;  // set once the probe has an answer
 };
 
 }  // namespace byd
