@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/local/package_installer.h"
 #include "permissions/presets.h"
 #include "settings.h"
 
@@ -247,6 +248,8 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (c.docker.host.empty()) {
     if (const char* env = getenv("DOCKER_HOST")) c.docker.host = env;
   }
+  BYD_RETURN_IF_ERROR(parsePackageIndex(c.python.package_index).status());
+  if (c.python.packages_dir.empty()) c.python.packages_dir = defaultPackagesDir();
   c.docker.python_options = c.python;
   BYD_RETURN_IF_ERROR(finishHttp(c));
 

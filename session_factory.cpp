@@ -122,6 +122,35 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   if (const char* without = getenv("BYD_TEST_SANDBOX_WITHOUT")) {
     options.without = splitList(without, ',');
   }
+  // Packages installed on demand: read-only here, written by an installer of their own.
+  PythonOptions python = c.python;
+  std::unique_ptr<PackageInstaller> installer;
+  if (options.isolate) {
+    std::error_code ec;
+    std::filesystem::create_directories(python.packages_dir, ec);
+    if (ec) {
+      spdlog::warn("run_python installs no packages: cannot make {}: {}", python.packages_dir,
+                   ec.message());
+      python.packages_dir.clear();
+    } else {
+      options.readonly.push_back(python.packages_dir);
+    }
+  } else {
+    python.packages_dir.clear();
+  }
+  if (!python.packages_dir.empty() &&
+      !guard.ruleset().alwaysDenied(permissions::Operation::kInstall)) {
+    SandboxOptions pip = options;
+    pip.readonly.clear();
+    pip.proxy_port = 3128;
+    pip.without.clear();
+    auto pip_sandbox = Sandbox::create({python.packages_dir}, pip);
+    auto index = parsePackageIndex(python.package_index);
+    if (pip_sandbox.ok() && index.ok()) {
+      installer = std::make_unique<PackageInstaller>(std::move(*pip_sandbox), python.packages_dir,
+                                                     *index, python.python);
+    }
+  }
   auto sandbox = Sandbox::create(local->writableDirs(), options);
   if (sandbox.ok() && warm) {
     // The kernel's answer comes in the background, so start-up does not wait for it.
@@ -145,7 +174,8 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
       }
       out.sandbox_note = " Commands run WITHOUT a sandbox (--sandbox none).";
     }
-    local->setSandbox(std::move(*sandbox), "", c.python);
+    local->setSandbox(std::move(*sandbox), "", python);
+    local->setInstaller(std::move(installer));
   } else {
     spdlog::warn("execute is unavailable: {}", sandbox.status().message());
     local->setSandbox(nullptr, sandbox.status().message());

@@ -115,6 +115,12 @@ struct PythonResult {
   bool new_session = false;  // this call started (or restarted) the session
   bool revived = false;      // the session's kernel had died since its last call
   double duration_ms = 0;
+  // A ModuleNotFoundError's module ("sklearn.svm"), for installing it on demand.
+  std::string missing_module;
+  // What was installed on demand before the cell ran for this result ("scikit-learn 1.5.2").
+  std::vector<std::string> installed;
+  // Why the missing module's distribution could not be installed (denied, failed to build).
+  std::string install_error;
 };
 
 class Executor;
@@ -180,6 +186,16 @@ class Executor {
   // False when runPython() can only refuse (Local under --sandbox none): run_python is then
   // not offered.
   virtual bool runsPython() const { return true; }
+  // Installs Python distributions (as the package index names them) where run_python and
+  // commands import from, and says what was installed ("name version"; nothing when all were
+  // there). An error names what could not be installed and why.
+  virtual Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,
+                                                           const CancelToken& cancel) {
+    (void)names;
+    (void)cancel;
+    return unimplemented("this backend installs no packages");
+  }
+  virtual bool installsPackages() const { return false; }
 };
 
 // A workspace: its files, and the executor that runs code in it if it has one.

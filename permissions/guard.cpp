@@ -288,17 +288,28 @@ Decision Guard::decide(Operation op, std::string_view target) const {
 Status Guard::check(Operation op, std::string_view target, Approver* approver,
                     bool* approved) const {
   if (op == Operation::kExecute) return checkCommand(target, {}, "", approver, {}, approved);
+  return checkShown(op, target, target, approver, approved);
+}
+
+Status Guard::checkInstall(std::string_view name, std::string_view tool, Approver* approver) const {
+  return checkShown(Operation::kInstall, name,
+                    std::string(tool) + " wants to install " + std::string(name), approver,
+                    nullptr);
+}
+
+Status Guard::checkShown(Operation op, std::string_view target, std::string_view shown,
+                         Approver* approver, bool* approved) const {
   const Decision d = rules_.decide(op, target);
   SessionGrants* grants = approver != nullptr ? approver->grants() : nullptr;
   if (d.action != Action::kAsk || grants == nullptr)
-    return enforce(op, d, target, target, approver, {}, approved);
+    return enforce(op, d, target, shown, approver, {}, approved);
   if (grants->covers(op, target)) {
     spdlog::info("permission: {} allowed for {} for this session, as the user said",
                  operationName(op), displayTarget(target));
     if (approved != nullptr) *approved = true;
     return okStatus();
   }
-  return enforce(op, d, target, target, approver, {SessionGrant::forTarget(op, target)}, approved);
+  return enforce(op, d, target, shown, approver, {SessionGrant::forTarget(op, target)}, approved);
 }
 
 Status Guard::checkMove(std::string_view from, std::string_view to, Approver* approver) const {

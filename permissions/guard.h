@@ -58,6 +58,9 @@ class Guard {
   // user now, by an answer given for the session, or by --ask-fallback allow).
   Status check(Operation op, std::string_view target, Approver* approver,
                bool* approved = nullptr) const;
+  // check() of installing distribution `name` on demand, asked as "`tool` wants to install
+  // NAME".
+  Status checkInstall(std::string_view name, std::string_view tool, Approver* approver) const;
 
   // An execute call as a whole: its line, and the variables it sets for every command in it
   // (judged as NAME=value words before each; a variable that changes what runs needs a rule
@@ -106,6 +109,8 @@ class Guard {
   // One simple command of a line.
   Decision decideSimpleCommand(const SimpleCommand& command) const;
   // The decision made, logged and carried out; `shown` is what the approver sees.
+  Status checkShown(Operation op, std::string_view target, std::string_view shown,
+                    Approver* approver, bool* approved) const;
   Status enforce(Operation op, const Decision& d, std::string_view target, std::string_view shown,
                  Approver* approver, const std::vector<SessionGrant>& offer,
                  bool* approved = nullptr) const;

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backends/python/import_names.h"
+
 namespace byd::permissions {
 
 Result<std::string> GuardedBackend::normalize(std::string_view user_path) const {
@@ -227,8 +229,34 @@ Result<PythonResult> GuardedBackend::runPython(const PythonRequest& request,
                                                const CancelToken& cancel) {
   bool approved = false;
   BYD_RETURN_IF_ERROR(guard_.check(Operation::kPython, request.code, approver_, &approved));
-  return runJudged(request, approved, "run_python",
-                   [&](const PythonRequest& r) { return inner_.executor()->runPython(r, cancel); });
+  Executor& executor = *inner_.executor();
+  const auto run = [&] {
+    return runJudged(request, approved, "run_python",
+                     [&](const PythonRequest& r) { return executor.runPython(r, cancel); });
+  };
+  BYD_ASSIGN_OR_RETURN(PythonResult result, run());
+  // Packages on demand: a module that is missing at its top level (`import a.b` with `a`
+  // there fails for another reason) is installed, if the rules let it, and the cell runs
+  // again; each distribution once per call.
+  std::vector<std::string> installed, tried;
+  while (executor.installsPackages() && !result.missing_module.empty() &&
+         result.missing_module.find('.') == std::string::npos) {
+    const std::optional<std::string> name = distributionForModule(result.missing_module);
+    if (!name || std::find(tried.begin(), tried.end(), *name) != tried.end()) break;
+    tried.push_back(*name);
+    Status allowed = guard_.checkInstall(*name, "run_python", approver_);
+    Result<std::vector<std::string>> got = allowed.ok() ? executor.installPackages({*name}, cancel)
+                                                        : Result<std::vector<std::string>>(allowed);
+    if (cancel.cancelled()) return cancelled("cancelled");
+    if (!got.ok()) {
+      result.install_error = got.status().message();
+      break;
+    }
+    installed.insert(installed.end(), got->begin(), got->end());
+    BYD_ASSIGN_OR_RETURN(result, run());
+  }
+  result.installed = std::move(installed);
+  return result;
 }
 
 }  // namespace byd::permissions

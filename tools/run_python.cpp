@@ -10,6 +10,11 @@ namespace {
 
 std::string describe(const PythonResult& r, const std::string& session) {
   std::string text;
+  if (!r.installed.empty()) {
+    std::string names;
+    for (const std::string& n : r.installed) names += (names.empty() ? "" : ", ") + n;
+    text += "[installed " + names + " on demand, then ran the cell again]\n";
+  }
   if (!r.stdout_data.empty()) text += r.stdout_data + (r.stdout_data.back() == '\n' ? "" : "\n");
   if (!r.stderr_data.empty()) {
     text += "--- stderr ---\n" + r.stderr_data + (r.stderr_data.back() == '\n' ? "" : "\n");
@@ -18,6 +23,9 @@ std::string describe(const PythonResult& r, const std::string& session) {
   if (r.has_error)
     text += r.traceback.empty() ? r.error_type + ": " + r.error_message + "\n"
                                 : r.traceback + (r.traceback.back() == '\n' ? "" : "\n");
+  if (!r.install_error.empty()) {
+    text += "[" + r.missing_module + " was not installed: " + r.install_error + "]\n";
+  }
   if (r.timed_out && !r.state_lost) {
     text += "[interrupted at the timeout; session '" + session + "' and its variables are kept]\n";
   }
@@ -56,6 +64,7 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
   json error = nullptr;
   if (r.has_error) {
     error = {{"type", r.error_type}, {"message", r.error_message}, {"traceback", r.traceback}};
+    if (!r.install_error.empty()) error["install_error"] = r.install_error;
   } else if (r.state_lost) {
     error = {{"type", "SessionLost"},
              {"message", "the code did not stop at the timeout; the session was killed"},
@@ -70,6 +79,7 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
                     {"state_lost", r.state_lost},
                     {"new_session", r.new_session},
                     {"truncated", r.truncated},
+                    {"installed", r.installed},
                     {"duration_ms", std::round(r.duration_ms * 100) / 100}};
   for (const std::string& png : r.png_images) {
     out.extra_content.push_back({{"type", "image"}, {"data", png}, {"mimeType", "image/png"}});
@@ -92,7 +102,9 @@ extern const ToolSpec kRunPythonTool = {
         "as `result`, and an exception's type, message and traceback. Open matplotlib figures "
         "come back as images. Runs in the sandbox (no network; the workspace is the current "
         "directory); at the timeout the cell gets KeyboardInterrupt, then the session is "
-        "killed if it does not stop.",
+        "killed if it does not stop. A module that is not installed is installed from the "
+        "package index when the rules allow it, and the cell runs again (`installed` says "
+        "what).",
     .read_only = false,
     .destructive = true,
     .idempotent = false,

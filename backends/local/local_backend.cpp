@@ -333,6 +333,12 @@ Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
   return pythonResult(run);
 }
 
+Result<std::vector<std::string>> LocalBackend::installPackages(
+    const std::vector<std::string>& names, const CancelToken& cancel) {
+  if (!installer_) return failedPrecondition("this server installs no Python packages");
+  return installer_->install(names, cancel);
+}
+
 std::vector<std::string> LocalBackend::writableDirs() const {
   std::vector<std::string> dirs = {root_.dir()};
   for (const PathResolver& resolver : allowed_) dirs.push_back(resolver.dir());
@@ -353,6 +359,7 @@ Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const Cance
   run.argv = {shell, "-c", request.command};
   run.cwd = loc.resolver->dir() + (loc.rel.empty() ? "" : "/" + loc.rel);
   run.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
+  if (installer_) run.env.push_back("PYTHONPATH=" + installer_->dir());
   for (const auto& [name, value] : request.env) run.env.push_back(name + "=" + value);
   run.stdin_data = request.stdin_data;
   run.timeout = request.timeout;

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/egress/network_policy.h"
+#include "backends/local/package_installer.h"
 #include "backends/local/path_resolver.h"
 #include "backends/local/python_sessions.h"
 #include "backends/local/sandbox.h"
@@ -51,10 +52,18 @@ class LocalBackend : public Backend, public Executor {
   bool runsPython() const override { return python_ != nullptr; }
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
+  Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,
+                                                   const CancelToken& cancel) override;
+  bool installsPackages() const override { return installer_ != nullptr; }
   // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and
   // says why.
   void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "",
                   PythonOptions python = {});
+  // Installs packages on demand into its directory, which the sandbox binds read-only (after
+  // setSandbox).
+  void setInstaller(std::unique_ptr<PackageInstaller> installer) {
+    installer_ = std::move(installer);
+  }
   // Starts a spare Python kernel in the background (see PythonSessions::warm).
   void warmPython() {
     if (python_) python_->warm();
@@ -95,7 +104,8 @@ class LocalBackend : public Backend, public Executor {
   std::unique_ptr<WorkspaceIndex> index_;   // what the sandbox masks, when it can
   // The sandbox's way out, when its rules may open one, and what judges it: the latest
   // call's policy.
-  std::unique_ptr<egress::CallProxy> proxy_;  // when the sandbox has the proxy's port
+  std::unique_ptr<egress::CallProxy> proxy_;     // when the sandbox has the proxy's port
+  std::unique_ptr<PackageInstaller> installer_;  // when packages may be installed
 };
 
 }  // namespace byd

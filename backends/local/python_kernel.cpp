@@ -57,7 +57,8 @@ class SandboxKernel : public KernelProcess {
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox,
                                                           const std::string& python,
-                                                          const std::string& cwd) {
+                                                          const std::string& cwd,
+                                                          const std::string& packages) {
   if (!sandbox.isolated()) {
     return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
   }
@@ -69,6 +70,7 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   request.argv = {python, "-I", "-S", "-u", kKernelPath};
   request.cwd = cwd;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
+  if (!packages.empty()) request.env.push_back("BYD_PYTHON_PACKAGES=" + packages);
   auto launched = sandbox.launch(request, {source.get()}, /*own_cgroup=*/true);
   source.reset();  // the kernel holds its own copy
   if (!launched.ok()) return launched.status();

@@ -37,10 +37,11 @@ class KernelProcess {
 class PythonKernel {
  public:
   // Starts a kernel with `python` in `cwd` of the sandbox and waits (up to 10 s) for its ready
-  // message.
+  // message. `packages`: the directory of packages installed on demand ("": none).
   static Result<std::unique_ptr<PythonKernel>> start(const Sandbox& sandbox,
                                                      const std::string& python,
-                                                     const std::string& cwd);
+                                                     const std::string& cwd,
+                                                     const std::string& packages = "");
   // Speaks to a kernel already started as `process`; waits for its ready message.
   static Result<std::unique_ptr<PythonKernel>> attach(std::unique_ptr<KernelProcess> process);
   ~PythonKernel();

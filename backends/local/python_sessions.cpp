@@ -14,8 +14,9 @@ void PythonSessions::warm() {
 
 PythonSessions::PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options)
     : PythonSessions(
-          [&sandbox, cwd = std::move(cwd), python = options.python] {
-            return PythonKernel::start(sandbox, python, cwd);
+          [&sandbox, cwd = std::move(cwd), python = options.python,
+           packages = options.packages_dir] {
+            return PythonKernel::start(sandbox, python, cwd, packages);
           },
           options) {}
 
@@ -108,6 +109,7 @@ PythonResult pythonResult(const PythonSessions::Run& run) {
     out.error_type = e->value("type", "");
     out.error_message = e->value("message", "");
     out.traceback = e->value("traceback", "");
+    out.missing_module = e->value("module", "");
   }
   if (auto images = r.find("images"); images != r.end() && images->is_array()) {
     for (const auto& image : *images) {

@@ -20,6 +20,10 @@ struct PythonOptions {
   std::string python = "/usr/bin/python3";
   size_t max_sessions = 8;
   std::chrono::seconds idle{30 * 60};
+  // Packages on demand (package_installer.h): where from, and where to ("" until the server
+  // has chosen; none when installs are off).
+  std::string package_index = "https://pypi.org/simple";
+  std::string packages_dir;
 };
 
 class PythonSessions {

@@ -180,6 +180,7 @@ std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
   // server's commands, which are another uid, could not pass them. Made first, open to all.
   std::vector<std::string> parents = {"/etc/ssl/openssl.cnf", zygote::kHelperPath};
   parents.insert(parents.end(), writable_.begin(), writable_.end());
+  parents.insert(parents.end(), options_.readonly.begin(), options_.readonly.end());
   std::vector<std::string> made;
   for (const std::string& path : parents) {
     for (size_t slash = path.find('/', 1); slash != std::string::npos;
@@ -207,11 +208,12 @@ std::vector<std::string> Sandbox::helperArgs(const RunRequest& request) const {
        {"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/ld.so.conf",
         "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives", "/etc/bash.bashrc",
         "/etc/profile", "/etc/inputrc", "/etc/mime.types", "/etc/matplotlibrc", "/etc/fonts",
-        "/etc/ssl/openssl.cnf", "/etc/python3", "/etc/python3.11"}) {
+        "/etc/ssl/openssl.cnf", "/etc/ssl/certs", "/etc/python3", "/etc/python3.11"}) {
     a.insert(a.end(), {"--ro-bind-try", path, path});
   }
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"});
   for (const std::string& dir : writable_) a.insert(a.end(), {"--bind", dir, dir});
+  for (const std::string& dir : options_.readonly) a.insert(a.end(), {"--ro-bind", dir, dir});
   // The sandbox's own root (where /etc and the mount points live) becomes read-only too: only
   // the workspace and /tmp, which are mounts of their own, stay writable.
   a.insert(a.end(), {"--remount-ro", "/"});
@@ -388,6 +390,10 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
   request.argv = {zygote::kHelperPath, zygote::kHelperFlag, std::to_string(helper_end.get()),
                   helper_options};
   request.argv.insert(request.argv.end(), writable_.begin(), writable_.end());
+  if (!options_.readonly.empty()) {
+    request.argv.push_back(zygote::kReadonlyFlag);
+    request.argv.insert(request.argv.end(), options_.readonly.begin(), options_.readonly.end());
+  }
   request.cwd = "/";
   request.env = {"PATH=/usr/bin:/bin"};
   BYD_ASSIGN_OR_RETURN(Started started, spawn(request, {helper_end.get(), prepared_.exe_fd.get()},

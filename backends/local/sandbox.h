@@ -47,6 +47,9 @@ struct SandboxOptions {
   // port inside (its listener is handed to setProxyListener's callback), and every command
   // and kernel is told so by the usual proxy variables.
   uint16_t proxy_port = 0;
+  // Directories bound read-only at their own paths, after the workspace (the packages
+  // installed on demand: see package_installer.h).
+  std::vector<std::string> readonly;
   // Tests only: layers left out, so that a test can show each one holds on its own. Any of
   // "landlock", "seccomp-setid" (the setuid/setgid refusals), "proc" (the read-only and masked
   // parts of /proc), "uid" (a root server's commands keep its uid) and "masks" (the file

@@ -48,6 +48,7 @@ struct HelperOptions {
   // Layers a test may leave out (see SandboxOptions::without).
   bool landlock = true, refuse_setid = true, guard_proc = true, masks = true;
   int proxy_port = 0;  // a listening socket on 127.0.0.1 of this port goes to the server
+  std::vector<std::string> readonly;  // SandboxOptions::readonly
 };
 
 struct Spec {
@@ -249,7 +250,8 @@ std::string guardProc() {
 }
 
 // Fresh /proc (for the new pid namespace) and /tmp; "" or what failed.
-std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool guard_proc) {
+std::string mountFreshProcAndTmp(const std::vector<std::string>& writable,
+                                 const std::vector<std::string>& readonly, bool guard_proc) {
   auto failed = [](const std::string& what) {
     return "cannot mount " + what + ": " + strerror(errno);
   };
@@ -279,25 +281,34 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable, bool 
             nullptr) != 0) {
     return failed("/dev read-only");
   }
-  // A fresh /tmp would hide workspace directories that live under /tmp: hold them open and
-  // bind them again on top.
-  std::vector<std::pair<std::string, int>> under_tmp;
-  for (const std::string& dir : writable) {
-    if (dir.rfind("/tmp/", 0) == 0) {
-      under_tmp.emplace_back(dir, open(dir.c_str(), O_PATH | O_CLOEXEC));
+  // A fresh /tmp would hide workspace (and read-only) directories that live under /tmp: hold
+  // them open and bind them again on top, the read-only ones read-only again.
+  struct Held {
+    std::string dir;
+    int fd;
+    bool readonly;
+  };
+  std::vector<Held> under_tmp;
+  for (const auto* dirs : {&writable, &readonly}) {
+    for (const std::string& dir : *dirs) {
+      if (dir.rfind("/tmp/", 0) == 0) {
+        under_tmp.push_back({dir, open(dir.c_str(), O_PATH | O_CLOEXEC), dirs == &readonly});
+      }
     }
   }
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
     return failed("/tmp");
   }
-  for (const auto& [dir, fd] : under_tmp) {
+  for (const auto& [dir, fd, ro] : under_tmp) {
     for (size_t slash = dir.find('/', 5); slash != std::string::npos;
          slash = dir.find('/', slash + 1)) {
       mkdir(dir.substr(0, slash).c_str(), 0755);
     }
     mkdir(dir.c_str(), 0755);
     const std::string source = "/proc/self/fd/" + std::to_string(fd);
-    if (fd < 0 || mount(source.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    if (fd < 0 || mount(source.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        (ro && mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID,
+                     nullptr) != 0)) {
       return failed(dir);
     }
     close(fd);
@@ -334,7 +345,8 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
 // reports the command's wait status. Its exit ends every process left in the namespace.
 [[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
                            const std::vector<char>& bpf, const HelperOptions& options) {
-  const std::string setup_error = mountFreshProcAndTmp(writable, options.guard_proc);
+  const std::string setup_error =
+      mountFreshProcAndTmp(writable, options.readonly, options.guard_proc);
   const int landlock = setup_error.empty() && options.landlock ? landlockRuleset(writable) : -1;
   std::string payload;
   std::vector<int> fds;
@@ -519,7 +531,14 @@ std::optional<int> runSandboxHelper(int argc, char** argv) {
     if (item == "no-masks") options.masks = false;
     if (item.starts_with("proxy=")) options.proxy_port = atoi(item.c_str() + 6);
   }
-  return helperMain(atoi(argv[2]), std::vector<std::string>(argv + 4, argv + argc), options);
+  // The writable directories, then kReadonlyFlag and the read-only ones.
+  std::vector<std::string> writable(argv + 4, argv + argc);
+  if (auto ro = std::find(writable.begin(), writable.end(), zygote::kReadonlyFlag);
+      ro != writable.end()) {
+    options.readonly.assign(ro + 1, writable.end());
+    writable.erase(ro, writable.end());
+  }
+  return helperMain(atoi(argv[2]), writable, options);
 }
 
 }  // namespace byd

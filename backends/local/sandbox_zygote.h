@@ -37,6 +37,8 @@ namespace byd {
 
 namespace zygote {
 constexpr const char* kHelperFlag = "--sandbox-helper";
+// In the helper's arguments, between the writable directories and the read-only ones.
+constexpr const char* kReadonlyFlag = "--readonly";
 constexpr const char* kHelperPath = "/run/backyard/sandbox-helper";
 // Where a command's namespace keeps the placeholders its masks are made of (sandbox_masks.h).
 constexpr const char* kMaskSource = "/run/backyard";

@@ -228,8 +228,14 @@ def _describe(exc, timed_out, limit):
             message = str(exc)
         except Exception:  # a user exception whose __str__ fails
             message = "<str() failed>"
-    return {"type": type(exc).__name__, "message": _clip(message, limit)[0],
-            "traceback": _clip("".join(te.format()), limit)[0]}
+    error = {"type": type(exc).__name__, "message": _clip(message, limit)[0],
+             "traceback": _clip("".join(te.format()), limit)[0]}
+    if isinstance(exc, ModuleNotFoundError) and isinstance(exc.name, str):
+        error["module"] = exc.name  # what the server may install
+        # and then run the cell again: its next look at the path must see the new directories.
+        import importlib
+        importlib.invalidate_caches()
+    return error
 
 
 def _compile_cell(code, filename):
@@ -447,6 +453,11 @@ def _setup_environment():
     if sys.flags.no_site:
         import site
         site.addsitepackages(set(site.removeduppaths()))
+    # Packages the server installed on demand (read-only in here), ahead of the system's as
+    # PYTHONPATH puts them for commands: pip resolved them as one set.
+    packages = os.environ.pop("BYD_PYTHON_PACKAGES", "")
+    if packages:
+        sys.path.insert(0, packages)
     # Like a notebook, modules in the working directory (the workspace) are importable.
     sys.path.insert(0, "")
 

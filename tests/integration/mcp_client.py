@@ -77,7 +77,8 @@ class Client:
 
 
 class ElicitingClient(Client):
-    """A client that can be asked, and answers every question with `self.answer`."""
+    """A client that can be asked, and answers every question with `self.answer` (or, when it
+    is a function, with what it returns for the question's message)."""
 
     def __init__(self, binary, *args):
         super().__init__(binary, *args, initialize=False)
@@ -93,9 +94,11 @@ class ElicitingClient(Client):
             m = super().read_message(timeout)
             if m.get("method") != "elicitation/create":
                 return m
-            self.asked.append(m["params"]["message"])
+            asked = m["params"]["message"]
+            self.asked.append(asked)
+            answer = self.answer(asked) if callable(self.answer) else self.answer
             reply = {"jsonrpc": "2.0", "id": m["id"],
-                     "result": {"action": "accept", "content": {"approve": self.answer}}}
+                     "result": {"action": "accept", "content": {"approve": answer}}}
             self.send_raw(json.dumps(reply).encode() + b"\n")
 
 

@@ -1,98 +1,26 @@
 """End to end: the sandbox reaches the network only through the server's proxy, and only what
 the ruleset's `network` rules allow. A local HTTP server on 127.0.0.2 stands for the internet
 (no packet leaves the machine); it also serves a PEP 503 simple index of a wheel this test
-builds, standing for PyPI. curl, pip and urllib reach an allowed HOST:PORT through the proxy;
-another port is refused with a reason; a direct connection that ignores the proxy fails;
+builds, standing for PyPI (package_index.py). curl, pip and urllib reach an allowed HOST:PORT
+through the proxy; another port is refused with a reason; a direct connection that ignores the proxy fails;
 localhost and 127.0.0.1 are refused even under a rule that allows every target; and without a
 rule that allows any target there is no proxy and no route.
 
 Usage: network_test.py BINARY [--backend docker --runtime runc|runsc]
 """
 
-import base64
-import hashlib
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
-import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcp_client import Client, ElicitingClient, binary_and_backend, text  # noqa: E402
+from package_index import PAGE, Index as Internet  # noqa: E402
 
 BINARY, EXTRA = binary_and_backend(sys.argv)
-
-PAGE = "hello from the internet stand-in"
-
-
-def build_wheel(directory, name="tinypkg", version="1.0"):
-    """A minimal pure-Python wheel, written by hand (no build tools, no index)."""
-    dist = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}/__init__.py": "VALUE = 42\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
-    }
-    record = []
-    for path, body in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(body)}")
-    record.append(f"{dist}/RECORD,,")
-    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
-    wheel = os.path.join(directory, f"{name}-{version}-py3-none-any.whl")
-    with zipfile.ZipFile(wheel, "w") as z:
-        for path, body in files.items():
-            z.writestr(path, body)
-    return os.path.basename(wheel)
-
-
-class Internet:
-    """An HTTP server on 127.0.0.2, port chosen by the kernel: / answers PAGE, /simple/ is a
-    PEP 503 index of the wheels in its directory."""
-
-    def __init__(self):
-        self.dir = tempfile.TemporaryDirectory(prefix="byd-net-")
-        self.wheel = build_wheel(self.dir.name)
-        self.hits = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                outer.hits.append(self.path)
-                if self.path == "/":
-                    body, kind = PAGE.encode(), "text/plain"
-                elif self.path in ("/simple/", "/simple/tinypkg/"):
-                    links = "".join(f'<a href="/files/{outer.wheel}">{outer.wheel}</a>'
-                                    for _ in [0])
-                    body, kind = f"<html><body>{links}</body></html>".encode(), "text/html"
-                elif self.path == f"/files/{outer.wheel}":
-                    with open(os.path.join(outer.dir.name, outer.wheel), "rb") as f:
-                        body, kind = f.read(), "application/octet-stream"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.dir.cleanup()
 
 
 class Network(unittest.TestCase):

@@ -1,0 +1,193 @@
+#include "backends/local/package_installer.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+
+#include <spdlog/spdlog.h>
+
+#include "backends/egress/address_policy.h"
+#include "common/text.h"
+#include "common/unique_fd.h"
+
+namespace byd {
+namespace {
+
+bool validDistributionName(const std::string& name) {
+  // PEP 508's names: letters and digits, with '.', '_' and '-' inside.
+  static const std::regex kName("[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?");
+  return name.size() <= 200 && std::regex_match(name, kName);
+}
+
+class IndexOnly : public egress::NetworkPolicy {
+ public:
+  explicit IndexOnly(PackageIndex index) : index_(std::move(index)) {}
+  bool open() const override { return true; }
+  egress::Verdict judge(const std::string& host, uint16_t port) override {
+    egress::Verdict v;
+    sockaddr_storage literal;
+    const bool files = index_.host == "pypi.org" && host == "files.pythonhosted.org" && port == 443;
+    if ((host == index_.host && port == index_.port) || files) {
+      v.allow = true;
+      v.rule = "the package index (" + index_.url + ")";
+      v.names_literal = egress::parseAddress(host, port, literal);
+    } else {
+      v.rule = "the installer reaches only the package index";
+      v.reason =
+          host + ":" + std::to_string(port) + " is not the package index (" + index_.url + ")";
+    }
+    return v;
+  }
+
+ private:
+  const PackageIndex index_;
+};
+
+// The last `lines` lines of `text`.
+std::string tail(const std::string& text, size_t lines) {
+  size_t at = text.size();
+  while (at > 0 && text[at - 1] == '\n') --at;
+  for (size_t n = 0; at > 0 && n < lines; ++n) {
+    at = text.rfind('\n', at - 1);
+    if (at == std::string::npos) return text;
+  }
+  return text.substr(at + 1);
+}
+
+}  // namespace
+
+Result<PackageIndex> parsePackageIndex(const std::string& url) {
+  static const std::regex kUrl(
+      R"((https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?(/[^\s]*)?)");
+  std::smatch m;
+  if (!std::regex_match(url, m, kUrl)) {
+    return invalidArgument("--package-index: '" + url + "'" +
+                           " is not an http:// or https:// URL with a host name");
+  }
+  PackageIndex index;
+  index.url = url;
+  while (index.url.ends_with('/')) index.url.pop_back();
+  index.host = m[2].str();
+  std::transform(index.host.begin(), index.host.end(), index.host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (index.host.starts_with('[')) index.host = index.host.substr(1, index.host.size() - 2);
+  const int port = m[3].matched ? std::atoi(m[3].str().c_str() + 1) : (m[1] == "https" ? 443 : 80);
+  if (port < 1 || port > 65535) {
+    return invalidArgument("--package-index: port " + std::to_string(port) + " is out of range");
+  }
+  index.port = static_cast<uint16_t>(port);
+  return index;
+}
+
+std::string defaultPackagesDir() {
+  const char* cache = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  std::string base = cache && *cache == '/' ? std::string(cache)
+                     : home && *home == '/' ? std::string(home) + "/.cache"
+                                            : std::string("/var/cache");
+  return base + "/backyard-mcp/python-packages";
+}
+
+std::shared_ptr<egress::NetworkPolicy> indexOnlyPolicy(const PackageIndex& index) {
+  return std::make_shared<IndexOnly>(index);
+}
+
+std::vector<std::string> installedByPip(const std::string& output) {
+  std::vector<std::string> out;
+  static const std::string kMark = "Successfully installed ";
+  for (size_t at = output.find(kMark); at != std::string::npos; at = output.find(kMark, at + 1)) {
+    if (at > 0 && output[at - 1] != '\n') continue;
+    const size_t end = output.find('\n', at);
+    for (const std::string& item :
+         splitList(output.substr(at + kMark.size(), end - at - kMark.size()), ' ')) {
+      // "name-version": names may hold '-', versions may not.
+      const size_t dash = item.rfind('-');
+      out.push_back(dash == std::string::npos ? item
+                                              : item.substr(0, dash) + " " + item.substr(dash + 1));
+    }
+  }
+  return out;
+}
+
+PackageInstaller::PackageInstaller(std::unique_ptr<Sandbox> sandbox, std::string dir,
+                                   PackageIndex index, std::string python)
+    : sandbox_(std::move(sandbox)),
+      dir_(std::move(dir)),
+      index_(std::move(index)),
+      python_(std::move(python)),
+      proxy_(std::make_unique<egress::CallProxy>()) {
+  sandbox_->setProxyListener([this](UniqueFd listener) {
+    if (Status s = proxy_->serve(std::move(listener)); !s.ok()) {
+      spdlog::warn("package installer: {}", s.message());
+    }
+  });
+}
+
+PackageInstaller::~PackageInstaller() {
+  sandbox_.reset();  // its helper first: the proxy it reaches goes next
+  proxy_.reset();
+}
+
+Result<std::vector<std::string>> PackageInstaller::install(const std::vector<std::string>& names,
+                                                           const CancelToken& cancel) {
+  if (names.empty()) return std::vector<std::string>{};
+  std::string listed;
+  for (const std::string& name : names) {
+    if (!validDistributionName(name)) {
+      return invalidArgument("'" + name + "'" + " is not a distribution's name");
+    }
+    listed += (listed.empty() ? "" : ", ") + name;
+  }
+  std::lock_guard lock(mu_);
+  BYD_RETURN_IF_ERROR(sandbox_->verify());
+  // Servers sharing the directory install one at a time too.
+  UniqueFd lock_file(open((dir_ + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_file.valid() || flock(lock_file.get(), LOCK_EX) != 0) {
+    return internalError("cannot lock " + dir_ + "/.lock: " + std::string(strerror(errno)));
+  }
+  RunRequest run;
+  run.argv = {python_,
+              "-m",
+              "pip",
+              "install",
+              "--target",
+              dir_,
+              "--index-url",
+              index_.url + "/",
+              "--no-cache-dir",
+              "--disable-pip-version-check",
+              "--no-input",
+              "--progress-bar",
+              "off"};
+  run.argv.insert(run.argv.end(), names.begin(), names.end());
+  run.cwd = dir_;
+  run.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
+             "HOME=/tmp",
+             "LANG=C.UTF-8",
+             "TERM=dumb",
+             "PYTHONNOUSERSITE=1",
+             "PIP_ROOT_USER_ACTION=ignore"};
+  for (std::string& v : egress::proxyEnvironment(sandbox_->proxyPort())) {
+    run.env.push_back(std::move(v));
+  }
+  run.timeout = std::chrono::minutes(10);
+  run.max_output = 1 << 20;
+  proxy_->take(indexOnlyPolicy(index_));
+  spdlog::info("installing {} from {}", listed, index_.url);
+  BYD_ASSIGN_OR_RETURN(RunResult r, sandbox_->run(run, cancel));
+  if (r.cancelled) return cancelled("cancelled while installing " + listed);
+  if (r.timed_out)
+    return Status(Code::kDeadlineExceeded, "installing " + listed + " took over 10 minutes");
+  if (r.exit_code != 0) {
+    return failedPrecondition("could not install " + listed + " from " + index_.url +
+                              " (pip exited with status " + std::to_string(r.exit_code) + "):\n" +
+                              tail(r.stderr_data.empty() ? r.stdout_data : r.stderr_data, 25));
+  }
+  return installedByPip(r.stdout_data);
+}
+
+}  // namespace byd
