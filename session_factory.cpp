@@ -147,8 +147,8 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     auto pip_sandbox = Sandbox::create({python.packages_dir}, pip);
     auto index = parsePackageIndex(python.package_index);
     if (pip_sandbox.ok() && index.ok()) {
-      installer = std::make_unique<PackageInstaller>(std::move(*pip_sandbox), python.packages_dir,
-                                                     *index, python.python);
+      installer = PackageInstaller::local(std::move(*pip_sandbox), python.packages_dir, *index,
+                                          python.python);
     }
   }
   auto sandbox = Sandbox::create(local->writableDirs(), options);

@@ -359,7 +359,7 @@ Result<ExecResult> LocalBackend::execute(const ExecRequest& request, const Cance
   run.argv = {shell, "-c", request.command};
   run.cwd = loc.resolver->dir() + (loc.rel.empty() ? "" : "/" + loc.rel);
   run.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
-  if (installer_) run.env.push_back("PYTHONPATH=" + installer_->dir());
+  if (installer_) run.env.push_back("PYTHONPATH=" + installer_->target());
   for (const auto& [name, value] : request.env) run.env.push_back(name + "=" + value);
   run.stdin_data = request.stdin_data;
   run.timeout = request.timeout;

@@ -113,23 +113,64 @@ std::vector<std::string> installedByPip(const std::string& output) {
   return out;
 }
 
-PackageInstaller::PackageInstaller(std::unique_ptr<Sandbox> sandbox, std::string dir,
-                                   PackageIndex index, std::string python)
-    : sandbox_(std::move(sandbox)),
-      dir_(std::move(dir)),
-      index_(std::move(index)),
-      python_(std::move(python)),
-      proxy_(std::make_unique<egress::CallProxy>()) {
-  sandbox_->setProxyListener([this](UniqueFd listener) {
-    if (Status s = proxy_->serve(std::move(listener)); !s.ok()) {
-      spdlog::warn("package installer: {}", s.message());
-    }
-  });
-}
+namespace {
 
-PackageInstaller::~PackageInstaller() {
-  sandbox_.reset();  // its helper first: the proxy it reaches goes next
-  proxy_.reset();
+class LocalInstaller : public PackageInstaller {
+ public:
+  LocalInstaller(std::unique_ptr<Sandbox> sandbox, std::string dir, PackageIndex index,
+                 std::string python)
+      : PackageInstaller(dir, dir, std::move(index), std::move(python)),
+        sandbox_(std::move(sandbox)),
+        proxy_(std::make_unique<egress::CallProxy>()) {
+    sandbox_->setProxyListener([this](UniqueFd listener) {
+      if (Status s = proxy_->serve(std::move(listener)); !s.ok()) {
+        spdlog::warn("package installer: {}", s.message());
+      }
+    });
+  }
+  ~LocalInstaller() override {
+    sandbox_.reset();  // its helper first: the proxy it reaches goes next
+    proxy_.reset();
+  }
+
+ protected:
+  Result<ExecResult> run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         std::shared_ptr<egress::NetworkPolicy> network,
+                         std::chrono::milliseconds timeout, const CancelToken& cancel) override {
+    BYD_RETURN_IF_ERROR(sandbox_->verify());
+    RunRequest run;
+    run.argv = argv;
+    run.cwd = target();
+    run.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
+    run.env.insert(run.env.end(), env.begin(), env.end());
+    for (std::string& v : egress::proxyEnvironment(sandbox_->proxyPort())) {
+      run.env.push_back(std::move(v));
+    }
+    run.timeout = timeout;
+    run.max_output = 1 << 20;
+    proxy_->take(network);
+    return sandbox_->run(run, cancel);
+  }
+
+ private:
+  std::unique_ptr<Sandbox> sandbox_;
+  std::unique_ptr<egress::CallProxy> proxy_;
+};
+
+}  // namespace
+
+PackageInstaller::PackageInstaller(std::string lock_dir, std::string target, PackageIndex index,
+                                   std::string python)
+    : lock_dir_(std::move(lock_dir)),
+      target_(std::move(target)),
+      index_(std::move(index)),
+      python_(std::move(python)) {}
+
+std::unique_ptr<PackageInstaller> PackageInstaller::local(std::unique_ptr<Sandbox> sandbox,
+                                                          std::string dir, PackageIndex index,
+                                                          std::string python) {
+  return std::make_unique<LocalInstaller>(std::move(sandbox), std::move(dir), std::move(index),
+                                          std::move(python));
 }
 
 Result<std::vector<std::string>> PackageInstaller::install(const std::vector<std::string>& names,
@@ -138,50 +179,39 @@ Result<std::vector<std::string>> PackageInstaller::install(const std::vector<std
   std::string listed;
   for (const std::string& name : names) {
     if (!validDistributionName(name)) {
-      return invalidArgument("'" + name + "'" + " is not a distribution's name");
+      return invalidArgument("'" + name + "' is not a distribution's name");
     }
     listed += (listed.empty() ? "" : ", ") + name;
   }
   std::lock_guard lock(mu_);
-  BYD_RETURN_IF_ERROR(sandbox_->verify());
   // Servers sharing the directory install one at a time too.
-  UniqueFd lock_file(open((dir_ + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  UniqueFd lock_file(open((lock_dir_ + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!lock_file.valid() || flock(lock_file.get(), LOCK_EX) != 0) {
-    return internalError("cannot lock " + dir_ + "/.lock: " + std::string(strerror(errno)));
+    return internalError("cannot lock " + lock_dir_ + "/.lock: " + std::string(strerror(errno)));
   }
-  RunRequest run;
-  run.argv = {python_,
-              "-m",
-              "pip",
-              "install",
-              "--target",
-              dir_,
-              "--index-url",
-              index_.url + "/",
-              "--no-cache-dir",
-              "--disable-pip-version-check",
-              "--no-input",
-              "--progress-bar",
-              "off"};
-  run.argv.insert(run.argv.end(), names.begin(), names.end());
-  run.cwd = dir_;
-  run.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
-             "HOME=/tmp",
-             "LANG=C.UTF-8",
-             "TERM=dumb",
-             "PYTHONNOUSERSITE=1",
-             "PIP_ROOT_USER_ACTION=ignore"};
-  for (std::string& v : egress::proxyEnvironment(sandbox_->proxyPort())) {
-    run.env.push_back(std::move(v));
-  }
-  run.timeout = std::chrono::minutes(10);
-  run.max_output = 1 << 20;
-  proxy_->take(indexOnlyPolicy(index_));
+  std::vector<std::string> argv = {python_,
+                                   "-m",
+                                   "pip",
+                                   "install",
+                                   "--target",
+                                   target_,
+                                   "--index-url",
+                                   index_.url + "/",
+                                   "--no-cache-dir",
+                                   "--disable-pip-version-check",
+                                   "--no-input",
+                                   "--progress-bar",
+                                   "off"};
+  argv.insert(argv.end(), names.begin(), names.end());
+  constexpr auto kTimeout = std::chrono::minutes(10);
   spdlog::info("installing {} from {}", listed, index_.url);
-  BYD_ASSIGN_OR_RETURN(RunResult r, sandbox_->run(run, cancel));
+  BYD_ASSIGN_OR_RETURN(ExecResult r,
+                       run(argv, {"PYTHONNOUSERSITE=1", "PIP_ROOT_USER_ACTION=ignore"},
+                           indexOnlyPolicy(index_), kTimeout, cancel));
   if (r.cancelled) return cancelled("cancelled while installing " + listed);
-  if (r.timed_out)
+  if (r.timed_out) {
     return Status(Code::kDeadlineExceeded, "installing " + listed + " took over 10 minutes");
+  }
   if (r.exit_code != 0) {
     return failedPrecondition("could not install " + listed + " from " + index_.url +
                               " (pip exited with status " + std::to_string(r.exit_code) + "):\n" +
