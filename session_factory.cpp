@@ -77,7 +77,39 @@ Result<SessionStack> openDocker(const Config& config, bool warm, const permissio
                                         " to run commands as its owner");
     }
   }
+  // Packages on demand: a directory per image (the Python inside decides what fits),
+  // read-only in the containers of code, written by an installer backend of its own.
+  std::unique_ptr<PackageInstaller> installer;
+  if (!c.python.packages_dir.empty()) {
+    std::string dir = c.python.packages_dir + "/docker-";
+    for (char ch : c.docker.image) dir += isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(c.docker.user));
+    if (ec || (geteuid() == 0 && chown(dir.c_str(), user.uid, user.gid) != 0)) {
+      spdlog::warn("run_python installs no packages: cannot make {} for uid {}: {}", dir, user.uid,
+                   ec ? ec.message() : strerror(errno));
+    } else {
+      c.docker.packages_dir = dir;
+    }
+  }
+  if (!c.docker.packages_dir.empty() &&
+      !guard.ruleset().alwaysDenied(permissions::Operation::kInstall)) {
+    DockerOptions pip = c.docker;
+    pip.packages_dir.clear();
+    pip.container_name.clear();
+    pip.network = "none";
+    pip.proxy = true;
+    pip.test_without_masks = false;
+    auto box = DockerBackend::open(c.docker.packages_dir, pip);
+    auto index = parsePackageIndex(c.python.package_index);
+    if (box.ok() && index.ok()) {
+      installer =
+          dockerPackageInstaller(std::move(*box), c.docker.packages_dir, *index, c.docker.python);
+    }
+  }
   BYD_ASSIGN_OR_RETURN(auto docker, DockerBackend::open(workspace, c.docker));
+  docker->setInstaller(std::move(installer));
   std::string runtime = "its runtime unknown until the engine answers";
   // The start-up line and the instructions say what isolates the container.
   if (auto r = docker->resolveRuntime(); r.ok()) {

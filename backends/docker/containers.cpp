@@ -215,6 +215,12 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
       // An anonymous volume for the kernel's source (the root filesystem is read-only and
       // the archive API cannot write into a tmpfs); removed with the container.
       {{"Type", "volume"}, {"Target", kKernelDir}}};
+  if (!options_.packages_dir.empty()) {
+    mounts.push_back({{"Type", "bind"},
+                      {"Source", options_.packages_dir},
+                      {"Target", std::string(kContainerPackages)},
+                      {"ReadOnly", true}});
+  }
   // Its first process: nothing but the container's life, or the relay to the proxy.
   json cmd = {"sleep", "infinity"};
   BYD_ASSIGN_OR_RETURN(const std::string proxy_dir, proxyDir());

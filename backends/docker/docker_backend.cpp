@@ -256,7 +256,17 @@ std::vector<std::string> DockerBackend::codeEnvironment(std::vector<std::string>
   if (options_.proxy) {
     for (std::string& v : egress::proxyEnvironment(kProxyPort)) env.push_back(std::move(v));
   }
+  if (!options_.packages_dir.empty()) {
+    env.push_back("PYTHONPATH=" + std::string(kContainerPackages));           // commands
+    env.push_back("BYD_PYTHON_PACKAGES=" + std::string(kContainerPackages));  // kernels
+  }
   return env;
+}
+
+Result<std::vector<std::string>> DockerBackend::installPackages(
+    const std::vector<std::string>& names, const CancelToken& cancel) {
+  if (!installer_) return failedPrecondition("this server installs no Python packages");
+  return installer_->install(names, cancel);
 }
 
 std::vector<std::string> DockerBackend::maskArgs(const FileView& view) {

@@ -28,6 +28,7 @@
 #include "backends/docker/docker_client.h"
 #include "backends/egress/network_policy.h"
 #include "backends/local/local_backend.h"
+#include "backends/local/package_installer.h"
 #include "backends/local/python_sessions.h"
 #include "backends/local/workspace_index.h"
 
@@ -60,7 +61,13 @@ struct DockerOptions {
   // proxy (and nothing else) on 127.0.0.1:3128.
   bool proxy = false;
   bool test_without_masks = false;  // tests only: the file rules' masks left out
+  // Packages installed on demand: this host directory, mounted read-only at kPackagesDir in
+  // every container and on the code's import path ("": none).
+  std::string packages_dir;
 };
+
+// Where containers mount DockerOptions::packages_dir.
+inline constexpr std::string_view kContainerPackages = "/opt/backyard-packages";
 
 // "UID:GID" of the container's user; never root.
 struct ContainerUser {
@@ -97,6 +104,13 @@ class DockerBackend : public Backend, public Executor {
   Executor* executor() override { return this; }
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
+  Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,
+                                                   const CancelToken& cancel) override;
+  bool installsPackages() const override { return installer_ != nullptr; }
+  // Installs packages on demand into DockerOptions::packages_dir (see dockerPackageInstaller).
+  void setInstaller(std::unique_ptr<PackageInstaller> installer) {
+    installer_ = std::move(installer);
+  }
 
   // The runtime containers get: "runsc" (gVisor) or "runc", as --runtime and the engine's
   // /info decide; with the warning to log when auto found no gVisor. Asks the engine.
@@ -198,8 +212,15 @@ class DockerBackend : public Backend, public Executor {
   bool no_runner_ = false;  // the image could not start one: exec per command
   std::once_flag proxy_once_;
   Status proxy_status_;
+  std::unique_ptr<PackageInstaller> installer_;
   std::string proxy_dir_;  // holds the socket the proxy listens on
   std::unique_ptr<egress::CallProxy> proxy_;
 };
+
+// An installer whose pip runs as the container's user in a container of `box`: a backend
+// whose workspace is `host_dir`, the packages directory, and which has the server's proxy.
+std::unique_ptr<PackageInstaller> dockerPackageInstaller(std::unique_ptr<DockerBackend> box,
+                                                         std::string host_dir, PackageIndex index,
+                                                         std::string python);
 
 }  // namespace byd

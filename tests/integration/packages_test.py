@@ -6,9 +6,10 @@ change it; an install the rules deny, a package that fails to build and one the 
 clear errors naming it; under the default preset the user is asked "run_python wants to install
 NAME".
 
-Usage: packages_test.py BINARY
+Usage: packages_test.py BINARY [--backend docker --runtime runc|runsc]
 """
 
+import glob
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from mcp_client import Client, ElicitingClient, binary_and_backend, text  # noqa
 from package_index import Index  # noqa: E402
 
 BINARY, EXTRA = binary_and_backend(sys.argv)
+DOCKER = "docker" in EXTRA
 
 
 class Packages(unittest.TestCase):
@@ -35,6 +37,8 @@ class Packages(unittest.TestCase):
         cls.root = os.path.join(cls.tmp.name, "ws")
         cls.packages = os.path.join(cls.tmp.name, "packages")
         os.makedirs(cls.root)
+        os.chmod(cls.tmp.name, 0o755)
+        os.chmod(cls.root, 0o777)  # a container's user writes it
         rules = {"extends": "permissive", "name": "packages",
                  "install": {"rules": [{"pattern": "byd-denied", "action": "deny"},
                                        {"pattern": "*", "action": "allow"}]}}
@@ -54,6 +58,13 @@ class Packages(unittest.TestCase):
 
     def tearDown(self):
         self.assertTrue(self.client.ping())
+
+    def where(self):
+        """The packages directory as the code sees it, and on this machine (Docker: one per
+        image below --python-packages)."""
+        if not DOCKER:
+            return self.packages, self.packages
+        return "/opt/backyard-packages", glob.glob(os.path.join(self.packages, "docker-*"))[0]
 
     def py(self, code, session="default", client=None):
         r = (client or self.client).call("run_python", code=code, session=session, timeout_s=120)
@@ -75,15 +86,16 @@ class Packages(unittest.TestCase):
         self.assertEqual((sc["result"], sc["installed"]), ("(42, 41)", []))
         self.assertEqual(self.index.downloads("byd_tiny"), 1)
         # Commands import it too, and cannot change it.
+        inside, host = self.where()
         r = self.client.call("execute", command="/usr/bin/python3 -c 'import byd_tiny; "
-                             f"print(byd_tiny.VALUE)'; echo x > {self.packages}/byd_tiny/x.py",
+                             f"print(byd_tiny.VALUE)'; echo x > {inside}/byd_tiny/x.py",
                              timeout_s=60)
         self.assertEqual(r["structuredContent"]["stdout"], "42\n", text(r))
         self.assertIn("Read-only file system", r["structuredContent"]["stderr"])
-        r, sc = self.py(f"open({self.packages + '/byd_tiny/__init__.py'!r}, 'a')",
-                        session="second")
+        r, sc = self.py(f"open({inside + '/byd_tiny/__init__.py'!r}, 'a')", session="second")
         self.assertIn(sc["error"]["type"], ("OSError", "PermissionError"), text(r))
-        self.assertFalse(os.path.exists(os.path.join(self.packages, "byd_tiny", "x.py")))
+        self.assertTrue(os.path.exists(os.path.join(host, "byd_tiny", "__init__.py")))
+        self.assertFalse(os.path.exists(os.path.join(host, "byd_tiny", "x.py")))
 
     def test_a_denied_install_is_a_clear_error(self):
         r, sc = self.py("import byd_denied")
@@ -101,7 +113,7 @@ class Packages(unittest.TestCase):
         why = sc["error"]["install_error"]
         self.assertIn("could not install byd-broken from " + self.index.url, why)
         self.assertIn("byd_broken cannot be built: its compiler is missing", why)
-        self.assertFalse(os.path.exists(os.path.join(self.packages, "byd_broken")))
+        self.assertFalse(os.path.exists(os.path.join(self.where()[1], "byd_broken")))
 
     def test_a_module_the_index_lacks_is_a_clear_error(self):
         r, sc = self.py("import byd_nowhere")
@@ -121,6 +133,7 @@ class Packages(unittest.TestCase):
 
     def test_the_default_preset_asks_the_user(self):
         with tempfile.TemporaryDirectory(prefix="byd-pkg-ask-") as tmp:
+            os.chmod(tmp, 0o777)
             client = ElicitingClient(BINARY, "--root", tmp, "--package-index", self.index.url,
                                      "--python-packages", self.packages, *EXTRA)
             try:
