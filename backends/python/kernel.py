@@ -13,6 +13,7 @@ import io
 import json
 import linecache
 import os
+import select
 import signal
 import struct
 import sys
@@ -60,6 +61,48 @@ class _ForkedChildren:
                 done = True
             if done:
                 self.pids.discard(pid)
+
+
+def _wipe(path, dev):
+    """Removes what is below `path` on file system `dev`; other mounts are left alone."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.stat(follow_symlinks=False).st_dev != dev:
+                continue  # a mount point (a workspace below /tmp)
+            if entry.is_dir(follow_symlinks=False):
+                _wipe(entry.path, dev)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass  # it holds a mount point, or is not ours
+
+
+def _end_run(group, sweep):
+    """After an isolated run: its process group ends, and with `sweep` (the kernel has a pid
+    namespace, a /tmp and a /dev/shm of its own: the server says so) every process this kernel
+    may signal but itself (kill(-1) spares the namespace's init and the caller), and /tmp and
+    /dev/shm are emptied."""
+    for target in (-group, -1) if sweep else (-group,):
+        try:
+            os.kill(target, signal.SIGKILL)
+        except OSError:
+            pass
+    while True:  # its children; the rest are the namespace's init's
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    for top in ("/tmp", "/dev/shm") if sweep else ():
+        try:
+            _wipe(top, os.stat(top).st_dev)
+        except OSError:
+            pass
 
 
 def _on_sigtstp(signum, frame):
@@ -374,6 +417,93 @@ class Kernel:
                 "duration_ms": round(duration, 3), "images": images,
                 "truncated": out.truncated or err.truncated or clipped}
 
+    def run_isolated(self, req_id, code, max_output, timeout_ms, memory, stdin, sweep):
+        """Runs `code` in a fork of this kernel, a template that runs no cell itself: a fresh
+        __main__, nothing of any other run. The fork ends with the run (at `timeout_ms` it is
+        killed); then every other process this kernel may signal is killed (kill(-1): what the
+        run started, daemons too) and /tmp and /dev/shm are emptied (their own file systems;
+        mounts below them are left alone), so the next run finds nothing of it."""
+        global KERNEL_PID
+        r, w = os.pipe()
+        began = time.monotonic()
+        pid = self.forked._fork()
+        if pid == 0:  # the run
+            try:
+                os.setpgid(0, 0)
+                os.close(r)
+                os.close(self.proto_in.fileno())
+                os.close(self.proto_out)
+                KERNEL_PID = os.getpid()
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                if memory:
+                    import resource
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
+                self.main = types.ModuleType("__main__")
+                self.main.__builtins__ = builtins
+                sys.modules["__main__"] = self.main
+                reply = self.run_cell(req_id, code, max_output)
+                data = json.dumps(reply, ensure_ascii=False).encode("utf-8", "replace")
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+            except BaseException as exc:  # a kernel bug: the template reports the run ended
+                print(f"kernel: isolated run: {exc!r}", file=sys.__stderr__)
+            finally:
+                os._exit(0)
+        os.close(w)
+        chunks, timed_out, interrupted = [], False, False
+        deadline = began + timeout_ms / 1000
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                ready, _, _ = select.select([r], [], [], left)
+                if ready:
+                    chunk = os.read(r, 1 << 16)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+        except KeyboardInterrupt:  # the server cancelled the call
+            interrupted = True
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            os.close(r)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, status = os.waitpid(pid, 0)
+            _end_run(pid, sweep)
+        reply = None
+        if chunks and not timed_out and not interrupted:
+            try:
+                reply = json.loads(b"".join(chunks))
+            except ValueError:
+                reply = None
+        if reply is None:
+            if timed_out:
+                why = ("KeyboardInterrupt", "interrupted (timeout)")
+            elif interrupted:
+                why = ("KeyboardInterrupt", "cancelled")
+            elif os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                why = ("RunKilled", f"the run was killed by signal {sig}"
+                       + (" (out of memory?)" if sig == signal.SIGKILL else ""))
+            else:
+                why = ("RunEnded", "the run ended without a result (it closed the kernel's "
+                       f"channel or exited with status {os.waitstatus_to_exitcode(status)})")
+            reply = {"type": "result", "id": req_id, "stdout": "", "stderr": "", "result": None,
+                     "error": {"type": why[0], "message": why[1], "traceback": ""},
+                     "duration_ms": round((time.monotonic() - began) * 1000, 3), "images": [],
+                     "truncated": False}
+        reply["id"] = req_id
+        reply["timed_out"] = timed_out
+        return reply
+
     def handle(self, req):
         """The reply to one decoded request, or None to exit."""
         kind = req.get("type")
@@ -385,6 +515,25 @@ class Kernel:
             if type(max_output) is not int or max_output < 0:
                 return _error(req_id, "\"max_output\" must be a non-negative integer")
             return self.run_cell(req_id, code, max_output)
+        if kind == "isolated":
+            code, max_output = req.get("code"), req.get("max_output", DEFAULT_MAX_OUTPUT)
+            timeout_ms, memory = req.get("timeout_ms", 30000), req.get("memory", 0)
+            stdin, sweep = req.get("stdin", ""), req.get("sweep") is True
+            if not isinstance(code, str) or not isinstance(stdin, str):
+                return _error(req_id, "isolated needs a string \"code\" (and \"stdin\")")
+            for value in (max_output, timeout_ms, memory):
+                if type(value) is not int or value < 0:
+                    return _error(req_id, "\"max_output\", \"timeout_ms\" and \"memory\" "
+                                  "must be non-negative integers")
+            return self.run_isolated(req_id, code, max_output, timeout_ms, memory, stdin, sweep)
+        if kind == "preload":
+            failed = []
+            for name in req.get("modules", []):
+                try:
+                    __import__(name)
+                except BaseException as exc:  # noqa: B036 - a module may raise anything
+                    failed.append(f"{name}: {type(exc).__name__}: {exc}")
+            return {"type": "preloaded", "id": req_id, "failed": failed}
         if kind == "ping":
             return {"type": "pong", "id": req_id}
         if kind == "shutdown":

@@ -21,7 +21,9 @@ PYTHON = "/usr/bin/python3"
 TIMEOUT = 30  # seconds to wait for any one frame; a hang fails the test instead of blocking
 
 
-class KernelTest(unittest.TestCase):
+class KernelProcess(unittest.TestCase):
+    """A kernel started as the server starts it, and the protocol's client side."""
+
     def setUp(self):
         # The command line the server uses.
         self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", KERNEL], stdin=subprocess.PIPE,
@@ -81,8 +83,8 @@ class KernelTest(unittest.TestCase):
         self.send({"type": "ping", "id": "alive?"})
         self.assertEqual(self.recv(), {"type": "pong", "id": "alive?"})
 
-    # -- the tests --
 
+class KernelTest(KernelProcess):
     def test_ready(self):
         self.assertEqual(self.ready["type"], "ready")
         self.assertEqual(self.ready["python"], "%d.%d.%d" % sys.version_info[:3])
@@ -449,3 +451,80 @@ class KernelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class IsolatedRunTest(KernelProcess):
+    """The template mode: each isolated run is a fork that sees nothing of any other. Without
+    "sweep" (this kernel shares the host's pid namespace and /tmp), only the run's own process
+    group is ended; the server's kernels sweep their namespace too (tested end to end)."""
+
+    def iso(self, code, **extra):
+        self.send({"type": "isolated", "id": 7, "code": code, **extra})
+        reply = self.recv()
+        self.assertEqual((reply["type"], reply["id"]), ("result", 7), reply)
+        return reply
+
+    def test_runs_see_nothing_of_each_other_or_of_the_template(self):
+        self.assertIsNone(self.iso("x = 41\nimport json\njson.marker = 1")["error"])
+        r = self.iso("import json\n(globals().get('x'), hasattr(json, 'marker'), __name__)")
+        self.assertEqual(r["result"], "(None, False, '__main__')", r)
+        self.assertEqual(self.iso("import os\nos.getpid() != " + str(self.ready["pid"]))
+                         ["result"], "True")
+        # The template itself never ran a cell: a session-style exec finds nothing either.
+        self.assertEqual(self.ok("globals().get('x')")["result"], None)
+
+    def test_stdin_output_errors_and_the_result_shape(self):
+        r = self.iso("import sys\nprint(sys.stdin.read().upper())\n1/0", stdin="abc\n")
+        self.assertEqual(r["stdout"], "ABC\n\n")
+        self.assertEqual(r["error"]["type"], "ZeroDivisionError")
+        self.assertFalse(r["timed_out"])
+
+    def test_a_run_is_killed_at_its_timeout_and_the_template_goes_on(self):
+        start = time.monotonic()
+        r = self.iso("while True: pass", timeout_ms=300)
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertTrue(r["timed_out"])
+        self.assertEqual(r["error"]["message"], "interrupted (timeout)")
+        self.assertEqual(self.iso("6*7")["result"], "42")
+
+    def test_what_a_run_started_ends_with_it(self):
+        r = self.iso("import subprocess\np = subprocess.Popen(['sleep', '60'])\np.pid")
+        pid = int(r["result"])
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(") ")[1].startswith(("Z", "X")):
+                        break
+            except FileNotFoundError:
+                break
+            time.sleep(0.02)
+        else:
+            self.fail(f"the run's background process {pid} outlived it")
+
+    def test_a_memory_limit_holds_for_its_run_only(self):
+        r = self.iso("b = bytearray(512 << 20)", memory=256 << 20)
+        self.assertEqual(r["error"]["type"], "MemoryError", r)
+        self.assertIsNone(self.iso("b = bytearray(64 << 20)\nlen(b)")["error"])
+
+    def test_a_run_that_dies_is_reported(self):
+        r = self.iso("import os\nos._exit(3)")
+        self.assertEqual(r["error"]["type"], "RunEnded", r)
+        r = self.iso("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        self.assertEqual(r["error"]["type"], "RunKilled", r)
+        self.assertEqual(self.iso("1+1")["result"], "2")
+
+    def test_preload_imports_into_the_template_and_reports_failures(self):
+        self.send({"type": "preload", "id": 3, "modules": ["json", "no_such_module_x"]})
+        r = self.recv()
+        self.assertEqual(r["type"], "preloaded")
+        self.assertEqual(len(r["failed"]), 1)
+        self.assertIn("no_such_module_x", r["failed"][0])
+        self.assertEqual(self.iso("import sys\n'json' in sys.modules")["result"], "True")
+
+    def test_malformed_isolated_requests_are_refused(self):
+        self.send({"type": "isolated", "id": 4, "code": 1})
+        self.assertEqual(self.recv()["type"], "error")
+        self.send({"type": "isolated", "id": 5, "code": "1", "memory": -1})
+        self.assertEqual(self.recv()["type"], "error")
+        self.assertEqual(self.iso("1")["result"], "1")
