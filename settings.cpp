@@ -314,6 +314,17 @@ std::vector<Setting> makeTable() {
          return std::chrono::duration_cast<std::chrono::minutes>(c.python.idle).count();
        },
        [](Config& c, const json& v) { c.python.idle = std::chrono::minutes(v.get<int64_t>()); }},
+      {"python_preload",
+       "--python-preload",
+       T::kString,
+       "MODULES",
+       "modules (comma-separated) the template kernel of isolated runs imports before its "
+       "first run, so a run that imports them costs nothing",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(python.preload)},
       {"package_index",
        "--package-index",
        T::kString,

@@ -95,6 +95,12 @@ struct PythonRequest {
   std::string session = "default";
   std::string code;
   bool reset = false;
+  // In a fresh interpreter state of its own, forked from a template kernel: no session, and
+  // nothing left behind (see PythonSessions::runIsolated). Then `stdin_data` is its stdin and
+  // `memory_bytes` (0: none) caps its address space.
+  bool isolated = false;
+  std::string stdin_data;
+  uint64_t memory_bytes = 0;
   std::chrono::milliseconds timeout{30000};
   size_t max_output = 100 * 1024;
   // What the cell may do to the workspace's files, enforced where it runs.

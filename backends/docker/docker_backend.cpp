@@ -653,8 +653,7 @@ Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
   std::shared_ptr<const FileMasks> masks;
   if (!options_.test_without_masks) masks = index_->masks(request.view);
   BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
-                       sessions->run(request.session, request.code, request.reset, request.timeout,
-                                     request.max_output, cancel, std::move(masks)));
+                       runPythonIn(*sessions, request, cancel, std::move(masks)));
   return pythonResult(run);
 }
 

@@ -328,8 +328,7 @@ Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
                                         : sandbox_unavailable_));
   }
   BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
-                       python_->run(request.session, request.code, request.reset, request.timeout,
-                                    request.max_output, cancel, index_->masks(request.view)));
+                       runPythonIn(*python_, request, cancel, index_->masks(request.view)));
   return pythonResult(run);
 }
 

@@ -183,14 +183,60 @@ Result<nlohmann::json> PythonKernel::receive(std::chrono::steady_clock::time_poi
 Result<PythonKernel::Outcome> PythonKernel::exec(const std::string& code,
                                                  std::chrono::milliseconds timeout,
                                                  size_t max_output, const CancelToken& cancel) {
+  return roundTrip({{"type", "exec"}, {"code", code}, {"max_output", max_output}}, timeout,
+                   max_output, cancel);
+}
+
+Result<PythonKernel::Outcome> PythonKernel::runIsolated(const Isolated& run,
+                                                        const CancelToken& cancel) {
+  // The template ends the run at its timeout and answers; the server's own deadline, a little
+  // later, is for a template that does not.
+  BYD_ASSIGN_OR_RETURN(Outcome out,
+                       roundTrip({{"type", "isolated"},
+                                  {"code", run.code},
+                                  {"stdin", run.stdin_data},
+                                  {"max_output", run.max_output},
+                                  {"timeout_ms", run.timeout.count()},
+                                  {"memory", run.memory_bytes},
+                                  {"sweep", true}},
+                                 run.timeout + std::chrono::seconds(2), run.max_output, cancel));
+  if (!out.state_lost) out.timed_out = out.reply.value("timed_out", false);
+  return out;
+}
+
+Result<std::vector<std::string>> PythonKernel::preload(const std::vector<std::string>& modules) {
+  if (!alive_) return failedPrecondition("the Python kernel is gone");
+  max_frame_ = size_t{1} << 20;
+  BYD_RETURN_IF_ERROR(send({{"type", "preload"}, {"id", next_id_++}, {"modules", modules}}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    auto reply = receive(deadline, nullptr);
+    if (!reply.ok()) {
+      kill();
+      return failedPrecondition("the Python kernel did not finish its imports (" +
+                                reply.status().message() + ")");
+    }
+    if (reply->value("type", "") != "preloaded") continue;
+    std::vector<std::string> failed;
+    for (const auto& f : reply->value("failed", nlohmann::json::array())) {
+      if (f.is_string()) failed.push_back(f.get<std::string>());
+    }
+    return failed;
+  }
+}
+
+Result<PythonKernel::Outcome> PythonKernel::roundTrip(nlohmann::json request,
+                                                      std::chrono::milliseconds timeout,
+                                                      size_t max_output,
+                                                      const CancelToken& cancel) {
   if (!alive_) return failedPrecondition("the Python kernel is gone");
   // Four texts of at most max_output bytes (stdout, stderr, result, error), each up to six
   // times longer once JSON-escaped, the figures, and room for the rest.
   constexpr size_t kImageBudget = 8 << 20;  // kernel.py's IMAGE_BUDGET
   max_frame_ = std::min<size_t>(24 * max_output + kImageBudget + (size_t{1} << 16), 0xFFFFFFFFu);
   const uint64_t id = next_id_++;
-  BYD_RETURN_IF_ERROR(
-      send({{"type", "exec"}, {"id", id}, {"code", code}, {"max_output", max_output}}));
+  request["id"] = id;
+  BYD_RETURN_IF_ERROR(send(request));
   Outcome out;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool interrupted = false;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,17 @@ class PythonKernel {
   };
   Result<Outcome> exec(const std::string& code, std::chrono::milliseconds timeout,
                        size_t max_output, const CancelToken& cancel);
+  // An isolated run in a fork of this kernel, a template (see backends/python/README.md):
+  // nothing of the run stays in the template, its sandbox or any later run.
+  struct Isolated {
+    std::string code, stdin_data;
+    std::chrono::milliseconds timeout{30000};
+    size_t max_output = 100 * 1024;
+    uint64_t memory_bytes = 0;  // the run's address space (0: the sandbox's limits alone)
+  };
+  Result<Outcome> runIsolated(const Isolated& run, const CancelToken& cancel);
+  // Imports `modules` into this kernel (a template); the ones that failed, with why.
+  Result<std::vector<std::string>> preload(const std::vector<std::string>& modules);
   // See KernelProcess::setMasks; the same masks as last time cost nothing.
   Status setMasks(std::shared_ptr<const FileMasks> masks);
   bool alive() const { return alive_; }
@@ -63,6 +75,10 @@ class PythonKernel {
  private:
   PythonKernel() = default;
   Status send(const nlohmann::json& message);
+  // Sends `request` (given an id here) and waits for its result, interrupting the kernel at
+  // `timeout` (or on cancel) and killing it if that brings no answer within a second.
+  Result<Outcome> roundTrip(nlohmann::json request, std::chrono::milliseconds timeout,
+                            size_t max_output, const CancelToken& cancel);
   // The next frame, or DeadlineExceeded at `deadline`; drains the kernel's stderr meanwhile.
   Result<nlohmann::json> receive(std::chrono::steady_clock::time_point deadline,
                                  const CancelToken* cancel);

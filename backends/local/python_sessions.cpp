@@ -2,6 +2,10 @@
 
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
+#include "common/text.h"
+
 namespace byd {
 
 PythonSessions::PythonSessions(Starter start, PythonOptions options)
@@ -24,6 +28,7 @@ PythonSessions::~PythonSessions() {
   std::lock_guard lock(mu_);
   if (spare_.valid()) spare_.wait();
   sessions_.clear();
+  templates_.clear();
 }
 
 void PythonSessions::startSpare() {
@@ -96,6 +101,59 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
   session->last_used = std::chrono::steady_clock::now();
   return run;
+}
+
+Result<std::unique_ptr<PythonKernel>> PythonSessions::takeTemplate() {
+  {
+    std::lock_guard lock(mu_);
+    while (!templates_.empty()) {
+      std::unique_ptr<PythonKernel> kernel = std::move(templates_.back());
+      templates_.pop_back();
+      if (kernel->alive() && !kernel->exited()) return kernel;
+    }
+  }
+  Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
+  {
+    std::lock_guard lock(mu_);
+    kernel = takeSpare();
+  }
+  if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
+  if (!kernel.ok()) return kernel.status();
+  BYD_ASSIGN_OR_RETURN(std::vector<std::string> failed,
+                       (*kernel)->preload(splitList(options_.preload, ',')));
+  for (const std::string& why : failed) spdlog::warn("python preload: {}", why);
+  return kernel;
+}
+
+Result<PythonSessions::Run> PythonSessions::runIsolated(const PythonKernel::Isolated& isolated,
+                                                        const CancelToken& cancel,
+                                                        std::shared_ptr<const FileMasks> masks) {
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<PythonKernel> kernel, takeTemplate());
+  if (masks) BYD_RETURN_IF_ERROR(kernel->setMasks(std::move(masks)));
+  Run run;
+  BYD_ASSIGN_OR_RETURN(run.outcome, kernel->runIsolated(isolated, cancel));
+  // A run cannot change its template, but it can end it (kill its parent): then it goes.
+  if (kernel->alive() && !kernel->exited()) {
+    std::lock_guard lock(mu_);
+    if (templates_.size() < options_.max_sessions) templates_.push_back(std::move(kernel));
+  }
+  return run;
+}
+
+Result<PythonSessions::Run> runPythonIn(PythonSessions& sessions, const PythonRequest& request,
+                                        const CancelToken& cancel,
+                                        std::shared_ptr<const FileMasks> masks) {
+  if (!request.isolated) {
+    return sessions.run(request.session, request.code, request.reset, request.timeout,
+                        request.max_output, cancel, std::move(masks));
+  }
+  PythonKernel::Isolated run;
+  run.code = request.code;
+  run.stdin_data = request.stdin_data;
+  run.timeout = request.timeout;
+  run.max_output = request.max_output;
+  run.memory_bytes = request.memory_bytes;
+  return sessions.runIsolated(run, cancel, std::move(masks));
 }
 
 PythonResult pythonResult(const PythonSessions::Run& run) {

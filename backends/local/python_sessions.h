@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/local/python_kernel.h"
@@ -24,6 +25,10 @@ struct PythonOptions {
   // has chosen; none when installs are off).
   std::string package_index = "https://pypi.org/simple";
   std::string packages_dir;
+  // What a template kernel of isolated runs imports before its first run (comma-separated).
+  std::string preload =
+      "json,re,math,random,collections,itertools,functools,operator,string,datetime,decimal,"
+      "fractions,statistics,heapq,bisect,copy,dataclasses,typing,enum";
 };
 
 class PythonSessions {
@@ -44,6 +49,10 @@ class PythonSessions {
   Result<Run> run(const std::string& session, const std::string& code, bool reset,
                   std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel,
                   std::shared_ptr<const FileMasks> masks = nullptr);
+  // Runs code isolated: in a fork of an idle template kernel (one per concurrent run, kept
+  // for the next), which sees and leaves nothing of any session or other run.
+  Result<Run> runIsolated(const PythonKernel::Isolated& run, const CancelToken& cancel,
+                          std::shared_ptr<const FileMasks> masks = nullptr);
   // Starts the spare kernel now, unless one is already there or starting. Without this, the
   // first session starts the first spare (HTTP: many sessions, most idle, none should cost a
   // kernel); stdio calls it once the server has answered its first message.
@@ -56,6 +65,8 @@ class PythonSessions {
     std::chrono::steady_clock::time_point last_used;
   };
   Result<std::unique_ptr<PythonKernel>> takeSpare();
+  // An idle template, or a new one (a spare, with the preload imported).
+  Result<std::unique_ptr<PythonKernel>> takeTemplate();
   void startSpare();
   void reapIdle();
 
@@ -64,7 +75,13 @@ class PythonSessions {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   std::future<Result<std::unique_ptr<PythonKernel>>> spare_;
+  std::vector<std::unique_ptr<PythonKernel>> templates_;  // idle ones
 };
+
+// Runs `request` in `sessions`: in its session, or isolated.
+Result<PythonSessions::Run> runPythonIn(PythonSessions& sessions, const PythonRequest& request,
+                                        const CancelToken& cancel,
+                                        std::shared_ptr<const FileMasks> masks);
 
 // The tool-facing result of one run: output, value, error, images and what became of the kernel.
 PythonResult pythonResult(const PythonSessions::Run& run);

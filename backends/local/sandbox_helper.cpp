@@ -17,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -249,6 +250,22 @@ std::string guardProc() {
   return "";
 }
 
+// Makes the mount at `dir` read-only, keeping the flags it has (a user namespace may not
+// clear those its parent set).
+bool remountReadOnly(const std::string& dir) {
+  struct statvfs st;
+  if (statvfs(dir.c_str(), &st) != 0) return false;
+  unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID;
+  for (const auto& [has, keep] : {std::pair{ST_NODEV, MS_NODEV},
+                                  {ST_NOEXEC, MS_NOEXEC},
+                                  {ST_NOATIME, MS_NOATIME},
+                                  {ST_NODIRATIME, MS_NODIRATIME},
+                                  {ST_RELATIME, MS_RELATIME}}) {
+    if (st.f_flag & has) flags |= keep;
+  }
+  return mount(nullptr, dir.c_str(), nullptr, flags, nullptr) == 0;
+}
+
 // Fresh /proc (for the new pid namespace) and /tmp; "" or what failed.
 std::string mountFreshProcAndTmp(const std::vector<std::string>& writable,
                                  const std::vector<std::string>& readonly, bool guard_proc) {
@@ -307,8 +324,7 @@ std::string mountFreshProcAndTmp(const std::vector<std::string>& writable,
     mkdir(dir.c_str(), 0755);
     const std::string source = "/proc/self/fd/" + std::to_string(fd);
     if (fd < 0 || mount(source.c_str(), dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
-        (ro && mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID,
-                     nullptr) != 0)) {
+        (ro && !remountReadOnly(dir))) {
       return failed(dir);
     }
     close(fd);

@@ -30,6 +30,9 @@ IMAGE_BUDGET = 8 << 20
 KERNEL_FILE = sys._getframe().f_code.co_filename  # frames from here are hidden from users
 KERNEL_PID = os.getpid()
 _HEADER = struct.Struct(">I")
+# The kernel's own references: a cell that replaces json.dumps or os.write (they are shared
+# modules) must not break the replies.
+_dumps, _loads, _write, _exit = json.dumps, json.loads, os.write, os._exit
 
 
 class _ForkedChildren:
@@ -92,6 +95,27 @@ def _end_run(group, sweep):
             os.kill(target, signal.SIGKILL)
         except OSError:
             pass
+    deadline = time.monotonic() + 2
+    while sweep and time.monotonic() < deadline:  # until none is left (a fork bomb refills)
+        others = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in (1, KERNEL_PID):
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+                if stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X"):
+                    os.kill(int(name), 0)  # only those it may signal: the rest are root's
+                    others.append(name)
+            except (OSError, ValueError):
+                pass
+        if not others:
+            break
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        time.sleep(0.001)
     while True:  # its children; the rest are the namespace's init's
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:
@@ -179,14 +203,14 @@ def _take_protocol_fds():
 
 
 def _write_frame(fd, msg):
-    body = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+    body = _dumps(msg, ensure_ascii=False, separators=(",", ":"))
     try:
         data = body.encode()
     except UnicodeEncodeError:  # lone surrogates (e.g. from a user print) are not UTF-8
         data = body.encode("utf-8", "replace")
     view = memoryview(_HEADER.pack(len(data)) + data)
     while view:  # a pipe write may be partial
-        view = view[os.write(fd, view):]
+        view = view[_write(fd, view):]
 
 
 class _Capture(io.TextIOBase):
@@ -443,14 +467,14 @@ class Kernel:
                 self.main.__builtins__ = builtins
                 sys.modules["__main__"] = self.main
                 reply = self.run_cell(req_id, code, max_output)
-                data = json.dumps(reply, ensure_ascii=False).encode("utf-8", "replace")
+                data = _dumps(reply, ensure_ascii=False).encode("utf-8", "replace")
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(w, view):]
+                    view = view[_write(w, view):]
             except BaseException as exc:  # a kernel bug: the template reports the run ended
                 print(f"kernel: isolated run: {exc!r}", file=sys.__stderr__)
             finally:
-                os._exit(0)
+                _exit(0)
         os.close(w)
         chunks, timed_out, interrupted = [], False, False
         deadline = began + timeout_ms / 1000
@@ -481,7 +505,7 @@ class Kernel:
         reply = None
         if chunks and not timed_out and not interrupted:
             try:
-                reply = json.loads(b"".join(chunks))
+                reply = _loads(b"".join(chunks))
             except ValueError:
                 reply = None
         if reply is None:
@@ -557,7 +581,7 @@ class Kernel:
         if len(body) < size:
             return None
         try:
-            req = json.loads(body)
+            req = _loads(body)
         except ValueError as exc:  # includes invalid UTF-8
             raise _BadFrame(f"malformed request: {exc}") from None
         if not isinstance(req, dict):

@@ -453,6 +453,12 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class SharedModulesTest(KernelProcess):
+    def test_a_cell_that_breaks_json_or_os_write_does_not_break_the_session(self):
+        self.ok("import json, os\njson.dumps = json.loads = os.write = None")
+        self.assertEqual(self.ok("6 * 7")["result"], "42")
+
+
 class IsolatedRunTest(KernelProcess):
     """The template mode: each isolated run is a fork that sees nothing of any other. Without
     "sweep" (this kernel shares the host's pid namespace and /tmp), only the run's own process
@@ -521,6 +527,10 @@ class IsolatedRunTest(KernelProcess):
         self.assertEqual(len(r["failed"]), 1)
         self.assertIn("no_such_module_x", r["failed"][0])
         self.assertEqual(self.iso("import sys\n'json' in sys.modules")["result"], "True")
+
+    def test_a_run_that_breaks_shared_modules_still_gets_its_reply(self):
+        r = self.iso("import json, os\njson.dumps = json.loads = os.write = None\n'still'")
+        self.assertEqual(r["result"], "'still'", r)
 
     def test_malformed_isolated_requests_are_refused(self):
         self.send({"type": "isolated", "id": 4, "code": 1})
