@@ -20,6 +20,7 @@
 
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
+#include "batch.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "config.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   // The sandbox starts this binary again, inside it, as the launcher of its commands.
   if (auto helper = byd::runSandboxHelper(argc, argv)) return *helper;
   signal(SIGPIPE, SIG_IGN);
+  if (argc > 1 && strcmp(argv[1], "batch") == 0) return byd::runBatch(argc - 1, argv + 1);
   auto parsed = byd::parseCommandLine(argc, argv, BYD_VERSION);
   if (!parsed.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", parsed.status().message().c_str());
