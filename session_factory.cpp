@@ -18,6 +18,25 @@
 namespace byd {
 namespace {
 
+// Why the packages directory may not be `dir`: it lies in, or holds, a directory that code or
+// the file tools may write ("" when it does not).
+std::string overlapsWorkspace(const std::string& dir, const std::vector<std::string>& writable) {
+  std::error_code ec;
+  const std::filesystem::path packages = std::filesystem::weakly_canonical(dir, ec);
+  for (const std::string& w : writable) {
+    const std::filesystem::path root = std::filesystem::weakly_canonical(w, ec);
+    const auto inside = [](const std::filesystem::path& a, const std::filesystem::path& b) {
+      auto rel = a.lexically_relative(b);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    if (inside(packages, root) || inside(root, packages)) {
+      return "--python-packages " + dir + " overlaps the workspace " + w +
+             ", which code and the file tools may write: choose a directory outside it";
+    }
+  }
+  return "";
+}
+
 // The Docker backend: --root, or a fresh temporary directory owned by the container's user.
 Result<SessionStack> openDocker(const Config& config, bool warm, const permissions::Guard& guard) {
   SessionStack out;
@@ -86,7 +105,9 @@ Result<SessionStack> openDocker(const Config& config, bool warm, const permissio
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(c.docker.user));
-    if (ec || (geteuid() == 0 && chown(dir.c_str(), user.uid, user.gid) != 0)) {
+    if (std::string overlap = overlapsWorkspace(dir, {workspace}); !overlap.empty()) {
+      spdlog::warn("run_python installs no packages: {}", overlap);
+    } else if (ec || (geteuid() == 0 && chown(dir.c_str(), user.uid, user.gid) != 0)) {
       spdlog::warn("run_python installs no packages: cannot make {} for uid {}: {}", dir, user.uid,
                    ec ? ec.message() : strerror(errno));
     } else {
@@ -160,7 +181,11 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   if (options.isolate) {
     std::error_code ec;
     std::filesystem::create_directories(python.packages_dir, ec);
-    if (ec) {
+    if (std::string overlap = overlapsWorkspace(python.packages_dir, local->writableDirs());
+        !overlap.empty()) {
+      spdlog::warn("run_python installs no packages: {}", overlap);
+      python.packages_dir.clear();
+    } else if (ec) {
       spdlog::warn("run_python installs no packages: cannot make {}: {}", python.packages_dir,
                    ec.message());
       python.packages_dir.clear();

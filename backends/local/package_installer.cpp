@@ -140,7 +140,7 @@ class LocalInstaller : public PackageInstaller {
     BYD_RETURN_IF_ERROR(sandbox_->verify());
     RunRequest run;
     run.argv = argv;
-    run.cwd = target();
+    run.cwd = "/tmp";
     run.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
     run.env.insert(run.env.end(), env.begin(), env.end());
     for (std::string& v : egress::proxyEnvironment(sandbox_->proxyPort())) {
@@ -185,11 +185,14 @@ Result<std::vector<std::string>> PackageInstaller::install(const std::vector<std
   }
   std::lock_guard lock(mu_);
   // Servers sharing the directory install one at a time too.
-  UniqueFd lock_file(open((lock_dir_ + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  // The directory itself: a file in it could be a link that pip's builds planted.
+  UniqueFd lock_file(open(lock_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!lock_file.valid() || flock(lock_file.get(), LOCK_EX) != 0) {
-    return internalError("cannot lock " + lock_dir_ + "/.lock: " + std::string(strerror(errno)));
+    return internalError("cannot lock " + lock_dir_ + ": " + std::string(strerror(errno)));
   }
+  // -I: nothing installed in the directory (a `pip` of its own) stands in for pip.
   std::vector<std::string> argv = {python_,
+                                   "-I",
                                    "-m",
                                    "pip",
                                    "install",
@@ -202,6 +205,8 @@ Result<std::vector<std::string>> PackageInstaller::install(const std::vector<std
                                    "--no-input",
                                    "--progress-bar",
                                    "off"};
+  // A plain-http index the operator named is meant: pip would otherwise ignore it.
+  if (index_.url.starts_with("http://")) argv.insert(argv.end(), {"--trusted-host", index_.host});
   argv.insert(argv.end(), names.begin(), names.end());
   constexpr auto kTimeout = std::chrono::minutes(10);
   spdlog::info("installing {} from {}", listed, index_.url);

@@ -132,8 +132,9 @@ Result<PythonSessions::Run> PythonSessions::runIsolated(const PythonKernel::Isol
   if (masks) BYD_RETURN_IF_ERROR(kernel->setMasks(std::move(masks)));
   Run run;
   BYD_ASSIGN_OR_RETURN(run.outcome, kernel->runIsolated(isolated, cancel));
-  // A run cannot change its template, but it can end it (kill its parent): then it goes.
-  if (kernel->alive() && !kernel->exited()) {
+  // A run cannot change its template, but it can end it (kill its parent), or leave what the
+  // template could not remove: then it goes.
+  if (!run.outcome.reply.value("retire", false) && kernel->alive() && !kernel->exited()) {
     std::lock_guard lock(mu_);
     if (templates_.size() < options_.max_sessions) templates_.push_back(std::move(kernel));
   }

@@ -67,34 +67,80 @@ class _ForkedChildren:
 
 
 def _wipe(path, dev):
-    """Removes what is below `path` on file system `dev`; other mounts are left alone."""
+    """Removes what is below `path` on file system `dev`; other mounts are left alone. True
+    when nothing of it is left."""
     try:
         entries = list(os.scandir(path))
     except OSError:
-        return
+        return False
+    clean, me = True, os.getuid()
     for entry in entries:
         try:
-            if entry.stat(follow_symlinks=False).st_dev != dev:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_dev != dev:
                 continue  # a mount point (a workspace below /tmp)
             if entry.is_dir(follow_symlinks=False):
-                _wipe(entry.path, dev)
-                os.rmdir(entry.path)
-            else:
+                if st.st_uid == me:
+                    os.chmod(entry.path, 0o700)  # a run may have closed it to itself
+                clean = _wipe(entry.path, dev) and clean
+                if st.st_uid == me:
+                    os.rmdir(entry.path)
+            elif st.st_uid == me:
                 os.unlink(entry.path)
+            # else: not a run's (the sandbox's own): left as it is
         except OSError:
-            pass  # it holds a mount point, or is not ours
+            clean = False
+    return clean
+
+
+def _remove_sysv_ipc():
+    """Removes the System V shared memory, semaphores and message queues of this uid, which
+    outlive their processes. True when all are gone (or there is no ctypes to try)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        return True
+    clean = True
+    for kind, call in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                rows = f.read().splitlines()
+        except OSError:
+            continue
+        head = rows[0].split() if rows else []
+        for row in rows[1:]:
+            fields = dict(zip(head, row.split()))
+            if fields.get("uid") != str(os.getuid()):
+                continue
+            ipc_id = int(fields["shmid" if kind == "shm" else "semid" if kind == "sem" else "msqid"])
+            rc = (libc.semctl(ipc_id, 0, 0, None) if kind == "sem"
+                  else getattr(libc, call)(ipc_id, 0, None))  # 0 is IPC_RMID
+            clean = clean and rc == 0
+    return clean
+
+
+def _undumpable():
+    """No process of the same uid (a run) may open this one's descriptors through /proc or
+    trace it: the template's channel is its alone."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 def _end_run(group, sweep):
     """After an isolated run: its process group ends, and with `sweep` (the kernel has a pid
     namespace, a /tmp and a /dev/shm of its own: the server says so) every process this kernel
     may signal but itself (kill(-1) spares the namespace's init and the caller), and /tmp and
-    /dev/shm are emptied."""
+    /dev/shm are emptied, and its System V IPC objects removed. True when nothing is left."""
     for target in (-group, -1) if sweep else (-group,):
         try:
             os.kill(target, signal.SIGKILL)
         except OSError:
             pass
+    clean = True
     deadline = time.monotonic() + 2
     while sweep and time.monotonic() < deadline:  # until none is left (a fork bomb refills)
         others = []
@@ -111,6 +157,8 @@ def _end_run(group, sweep):
                 pass
         if not others:
             break
+        if time.monotonic() + 0.002 >= deadline:
+            clean = False
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
@@ -124,9 +172,12 @@ def _end_run(group, sweep):
             break
     for top in ("/tmp", "/dev/shm") if sweep else ():
         try:
-            _wipe(top, os.stat(top).st_dev)
+            clean = _wipe(top, os.stat(top).st_dev) and clean
         except OSError:
-            pass
+            clean = False
+    if sweep:
+        clean = _remove_sysv_ipc() and clean
+    return clean
 
 
 def _on_sigtstp(signum, frame):
@@ -354,6 +405,9 @@ class Kernel:
         self.kernel_module = sys.modules["__main__"]  # keep our globals alive
         sys.modules["__main__"] = self.main
         self.forked = _ForkedChildren()
+        # A template (of isolated runs) runs no cell itself; one that could not clean up after
+        # a run retires: it exits after its reply.
+        self.template = self.retiring = False
         self.cwd = os.getcwd()  # as the last cell left it
         self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
         signal.signal(signal.SIGINT, self.sigint_handler)
@@ -444,13 +498,20 @@ class Kernel:
     def run_isolated(self, req_id, code, max_output, timeout_ms, memory, stdin, sweep):
         """Runs `code` in a fork of this kernel, a template that runs no cell itself: a fresh
         __main__, nothing of any other run. The fork ends with the run (at `timeout_ms` it is
-        killed); then every other process this kernel may signal is killed (kill(-1): what the
-        run started, daemons too) and /tmp and /dev/shm are emptied (their own file systems;
-        mounts below them are left alone), so the next run finds nothing of it."""
+        killed); then what it started (see _end_run), so the next run finds nothing of it.
+        The reply says `retire` when that could not be made sure: the server drops the
+        template then, and it exits."""
         global KERNEL_PID
+        self.template = True
+        _undumpable()
         r, w = os.pipe()
         began = time.monotonic()
-        pid = self.forked._fork()
+        try:
+            pid = self.forked._fork()
+        except OSError as exc:
+            os.close(r)
+            os.close(w)
+            return _error(req_id, f"cannot start the run: {exc}")
         if pid == 0:  # the run
             try:
                 os.setpgid(0, 0)
@@ -461,14 +522,18 @@ class Kernel:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 if memory:
                     import resource
-                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+                    if hard != resource.RLIM_INFINITY:
+                        memory = min(memory, hard)  # the sandbox's own limit is the ceiling
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, hard))
                 sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
                 self.main = types.ModuleType("__main__")
                 self.main.__builtins__ = builtins
                 sys.modules["__main__"] = self.main
                 reply = self.run_cell(req_id, code, max_output)
                 data = _dumps(reply, ensure_ascii=False).encode("utf-8", "replace")
-                view = memoryview(data)
+                # Length first: a fork of the run may hold the pipe open after it ends.
+                view = memoryview(struct.pack(">Q", len(data)) + data)
                 while view:
                     view = view[_write(w, view):]
             except BaseException as exc:  # a kernel bug: the template reports the run ended
@@ -476,11 +541,11 @@ class Kernel:
             finally:
                 _exit(0)
         os.close(w)
-        chunks, timed_out, interrupted = [], False, False
+        data, timed_out, interrupted = b"", False, False
         deadline = began + timeout_ms / 1000
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            while True:
+            while len(data) < 8 or len(data) < 8 + struct.unpack(">Q", data[:8])[0]:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     timed_out = True
@@ -490,7 +555,7 @@ class Kernel:
                     chunk = os.read(r, 1 << 16)
                     if not chunk:
                         break
-                    chunks.append(chunk)
+                    data += chunk
         except KeyboardInterrupt:  # the server cancelled the call
             interrupted = True
         finally:
@@ -501,12 +566,21 @@ class Kernel:
             except OSError:
                 pass
             _, status = os.waitpid(pid, 0)
-            _end_run(pid, sweep)
+            clean = _end_run(pid, sweep)
+            # The server sends nothing while it waits for this reply: anything to read now was
+            # written by the run (where the runtime lets it open this process's descriptors,
+            # as gVisor does), and is never served.
+            if select.select([self.proto_in.fileno()], [], [], 0)[0]:
+                clean = False
+                print("kernel: a run wrote to the template's channel; it retires",
+                      file=sys.__stderr__)
         reply = None
-        if chunks and not timed_out and not interrupted:
+        if len(data) >= 8 and not timed_out and not interrupted:
             try:
-                reply = _loads(b"".join(chunks))
+                reply = _loads(data[8:8 + struct.unpack(">Q", data[:8])[0]])
             except ValueError:
+                reply = None
+            if not isinstance(reply, dict):
                 reply = None
         if reply is None:
             if timed_out:
@@ -524,8 +598,12 @@ class Kernel:
                      "error": {"type": why[0], "message": why[1], "traceback": ""},
                      "duration_ms": round((time.monotonic() - began) * 1000, 3), "images": [],
                      "truncated": False}
+        reply["type"] = "result"
         reply["id"] = req_id
         reply["timed_out"] = timed_out
+        if not clean:
+            reply["retire"] = True
+            self.retiring = True
         return reply
 
     def handle(self, req):
@@ -538,6 +616,9 @@ class Kernel:
                 return _error(req_id, "exec needs a string \"code\"")
             if type(max_output) is not int or max_output < 0:
                 return _error(req_id, "\"max_output\" must be a non-negative integer")
+            if self.template:
+                return _error(req_id, "this kernel is a template of isolated runs: it runs no "
+                              "cell itself")
             return self.run_cell(req_id, code, max_output)
         if kind == "isolated":
             code, max_output = req.get("code"), req.get("max_output", DEFAULT_MAX_OUTPUT)
@@ -551,6 +632,8 @@ class Kernel:
                                   "must be non-negative integers")
             return self.run_isolated(req_id, code, max_output, timeout_ms, memory, stdin, sweep)
         if kind == "preload":
+            self.template = True
+            _undumpable()
             failed = []
             for name in req.get("modules", []):
                 try:
@@ -607,6 +690,8 @@ class Kernel:
             if reply is None:
                 return
             _write_frame(self.proto_out, reply)
+            if self.retiring:
+                return
 
 
 class _BadFrame(Exception):

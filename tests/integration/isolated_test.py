@@ -38,14 +38,15 @@ class Isolated(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="byd-iso-")
         os.chmod(cls.tmp.name, 0o777)
+        cls.packages = tempfile.TemporaryDirectory(prefix="byd-iso-pk-")
         cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
-                            "--python-packages", os.path.join(cls.tmp.name, ".packages"),
-                            *EXTRA)
+                            "--python-packages", cls.packages.name, *EXTRA)
 
     @classmethod
     def tearDownClass(cls):
         code = cls.client.close()
         cls.tmp.cleanup()
+        cls.packages.cleanup()
         assert code == 0, f"server exit code {code}"
 
     def tearDown(self):
@@ -97,6 +98,40 @@ class Isolated(unittest.TestCase):
         self.assertEqual(sc["result"], "(None, False, False, [])", text(r))
         r, sc = self.iso("import os\nlen([p for p in os.listdir('/proc') if p.isdigit()])")
         self.assertLess(int(sc["result"]), 10, text(r))  # init, the template, this run
+
+    def test_a_run_cannot_reach_its_template(self):
+        # It writes a request into every descriptor of its template it can open: a run that
+        # would leave a file behind. The template serves none of them (it cannot be opened,
+        # or the template retires), and the next run is as good as ever.
+        inject = ("import json, os, struct\nppid = os.getppid()\n"
+                  "body = json.dumps({'type': 'isolated', 'id': 999, 'sweep': False,"
+                  " 'code': 'open(\"injected\", \"w\").write(\"x\")'}).encode()\n"
+                  "opened = []\nfor fd in range(64):\n    try:\n"
+                  "        f = os.open(f'/proc/{ppid}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+                  "    except OSError:\n        continue\n    opened.append(fd)\n    try:\n"
+                  "        os.write(f, struct.pack('>I', len(body)) + body)\n"
+                  "    except OSError:\n        pass\n    os.close(f)\nopened")
+        self.iso(inject)  # its own result may be spoiled by what it wrote: its own doing
+        r, sc = self.iso("6 * 7")
+        self.assertEqual(sc["result"], "42", text(r))
+        r, sc = self.iso("import os\nos.path.exists('injected')")
+        self.assertEqual(sc["result"], "False", text(r))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "injected")))
+
+    def test_closed_directories_and_ipc_objects_do_not_outlive_a_run(self):
+        r, sc = self.iso("import os, ctypes\nos.makedirs('/tmp/d/e')\n"
+                         "open('/tmp/d/e/kept', 'w').write('x')\nos.chmod('/tmp/d/e', 0o500)\n"
+                         "os.chmod('/tmp/d', 0o500)\n"
+                         "ctypes.CDLL(None).shmget(0, 4096, 0o1600)")
+        self.assertIsNone(sc["error"], text(r))
+        self.assertNotEqual(sc["result"], "-1", text(r))
+        # gVisor shows no /proc/sysvipc (nor removes what it cannot list): there, only the
+        # directory is checked.
+        r, sc = self.iso("import os\nrows = open('/proc/sysvipc/shm').read().splitlines() "
+                         "if os.path.exists('/proc/sysvipc/shm') else []\n"
+                         "mine = [l for l in rows[1:] if l.split()[7] == str(os.getuid())]\n"
+                         "(os.path.exists('/tmp/d'), mine)")
+        self.assertEqual(sc["result"], "(False, [])", text(r))
 
     def test_isolated_with_a_session_is_refused(self):
         r = self.client.call("run_python", code="1", isolated=True, session="a")

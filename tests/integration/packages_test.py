@@ -131,6 +131,18 @@ class Packages(unittest.TestCase):
         self.assertNotIn("install_error", sc["error"])
         self.assertEqual(len(self.index.hits), hits)
 
+    def test_a_packages_directory_in_the_workspace_is_refused(self):
+        with tempfile.TemporaryDirectory(prefix="byd-pkg-in-") as tmp:
+            os.chmod(tmp, 0o777)
+            client = Client(BINARY, "--root", tmp, "--ruleset", self.rules, "--package-index",
+                            self.index.url, "--python-packages", os.path.join(tmp, "pk"),
+                            *EXTRA)
+            r, sc = self.py("import byd_tiny", client=client)
+            self.assertEqual(sc["error"]["type"], "ModuleNotFoundError", text(r))
+            self.assertNotIn("install_error", sc["error"])
+            self.assertEqual(client.close(), 0)
+            self.assertIn("overlaps the workspace", client.stderr)
+
     def test_the_default_preset_asks_the_user(self):
         with tempfile.TemporaryDirectory(prefix="byd-pkg-ask-") as tmp:
             os.chmod(tmp, 0o777)

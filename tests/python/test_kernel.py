@@ -476,8 +476,19 @@ class IsolatedRunTest(KernelProcess):
         self.assertEqual(r["result"], "(None, False, '__main__')", r)
         self.assertEqual(self.iso("import os\nos.getpid() != " + str(self.ready["pid"]))
                          ["result"], "True")
-        # The template itself never ran a cell: a session-style exec finds nothing either.
-        self.assertEqual(self.ok("globals().get('x')")["result"], None)
+        # A template runs no cell itself.
+        self.send({"type": "exec", "id": 9, "code": "globals().get('x')"})
+        refused = self.recv()
+        self.assertEqual(refused["type"], "error")
+        self.assertIn("template", refused["message"])
+
+    def test_a_fork_that_outlives_the_run_does_not_hold_its_result(self):
+        start = time.monotonic()
+        r = self.iso("import os, time\nif os.fork() == 0:\n    time.sleep(30)\n'done'",
+                     timeout_ms=20000)
+        self.assertEqual(r["result"], "'done'", r)
+        self.assertFalse(r["timed_out"])
+        self.assertLess(time.monotonic() - start, 10)
 
     def test_stdin_output_errors_and_the_result_shape(self):
         r = self.iso("import sys\nprint(sys.stdin.read().upper())\n1/0", stdin="abc\n")
