@@ -60,9 +60,9 @@ run_suite() {
   local label="$1" suite="$2"
   shift 2
   if [[ "$suite" == alpha ]]; then
-    timeout 600 "${alpha[@]}" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+    timeout 600 "${alpha[@]}" server --url "$url" --verbose "$@" >"$work/out.txt" 2>&1 || true
   else
-    timeout 600 "$stable" server --url "$url" "$@" >"$work/out.txt" 2>&1 || true
+    timeout 600 "$stable" server --url "$url" --verbose "$@" >"$work/out.txt" 2>&1 || true
   fi
   grep -E '^[✓✗] ' "$work/out.txt" | sort -u >"$work/summary.txt" || true
   local scenario="" args=("$@") i
