@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/docker/docker_backend.h"
+#include "backends/local/fork_rendezvous.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox_identity.h"
 #include "common/text.h"
@@ -194,6 +195,12 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     }
   } else {
     python.packages_dir.clear();
+  }
+  // Where a session's forks reach the server (fork_rendezvous.h).
+  if (auto forks = ForkRendezvous::dir(); options.isolate && forks.ok()) {
+    options.readonly.push_back(*forks);
+  } else if (options.isolate) {
+    spdlog::warn("run_python sessions cannot fork: {}", forks.status().message());
   }
   if (!python.packages_dir.empty() &&
       !guard.ruleset().alwaysDenied(permissions::Operation::kInstall)) {

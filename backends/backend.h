@@ -99,6 +99,9 @@ struct PythonRequest {
   // nothing left behind (see PythonSessions::runIsolated). Then `stdin_data` is its stdin and
   // `memory_bytes` (0: none) caps its address space.
   bool isolated = false;
+  // Non-empty: `session` starts as a fork of this session, its state a copy of that one's now
+  // (see PythonSessions::fork), and then runs `code`.
+  std::string fork_from;
   std::string stdin_data;
   uint64_t memory_bytes = 0;
   std::chrono::milliseconds timeout{30000};
@@ -120,6 +123,7 @@ struct PythonResult {
   bool state_lost = false;   // the kernel was killed; the session starts afresh next time
   bool new_session = false;  // this call started (or restarted) the session
   bool revived = false;      // the session's kernel had died since its last call
+  std::string forked_from;   // the session this one was forked from, by this call
   double duration_ms = 0;
   // A ModuleNotFoundError's module ("sklearn.svm"), for installing it on demand.
   std::string missing_module;

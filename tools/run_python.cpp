@@ -39,6 +39,9 @@ std::string describe(const PythonResult& r, const std::string& session) {
     text += "[the code did not stop at the timeout and the session was killed: session '" +
             session + "' lost its state and starts afresh on the next call]\n";
   }
+  if (!r.forked_from.empty()) {
+    text = "[session '" + session + "' forked from '" + r.forked_from + "']\n" + text;
+  }
   if (r.revived) {
     text += "[session '" + session +
             "' had ended since its last call (its Python process was gone) and started afresh: "
@@ -62,6 +65,16 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
         "and `reset`");
   }
   if (req.isolated) req.session = "";
+  req.fork_from = argString(args, "fork_from");
+  if (!req.fork_from.empty() && (req.isolated || req.reset)) {
+    return invalidArgument(
+        "`fork_from` starts `session` as a fork: not with `isolated` or `reset`");
+  }
+  if (!req.fork_from.empty() && req.fork_from == req.session) {
+    return invalidArgument(
+        "`fork_from` names the session itself: give the new session's name "
+        "as `session`");
+  }
   BYD_ASSIGN_OR_RETURN(const int64_t timeout_s, argTimeout(args, 30, ctx.limits));
   req.timeout = std::chrono::seconds(timeout_s);
   req.max_output = ctx.limits.max_output_bytes;
@@ -95,6 +108,7 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
                     {"timed_out", r.timed_out},
                     {"state_lost", r.state_lost},
                     {"new_session", r.new_session},
+                    {"forked_from", r.forked_from.empty() ? json(nullptr) : json(r.forked_from)},
                     {"truncated", r.truncated},
                     {"installed", r.installed},
                     {"duration_ms", std::round(r.duration_ms * 100) / 100}};
@@ -122,7 +136,9 @@ extern const ToolSpec kRunPythonTool = {
         "killed if it does not stop. A module that is not installed is installed from the "
         "package index when the rules allow it, and the cell runs again (`installed` says "
         "what). `isolated`: a fresh interpreter of its own instead of a session, forked from "
-        "a warm template in about a millisecond, that leaves nothing behind.",
+        "a warm template in about a millisecond, that leaves nothing behind. `fork_from`: start "
+        "`session` as a copy of another session's state (branch rollouts from one prepared "
+        "state).",
     .read_only = false,
     .destructive = true,
     .idempotent = false,

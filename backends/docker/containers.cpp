@@ -15,6 +15,7 @@
 #include "backends/docker/docker_internal.h"
 #include "backends/docker/enter_masks.h"
 #include "backends/docker/orphans.h"
+#include "backends/local/fork_rendezvous.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/state/state_backend.h"
 
@@ -35,6 +36,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using docker::enterPath;
+using docker::kForkDir;
 using docker::kIdleExtraBoxes;
 using docker::kKernelDir;
 using docker::kProxyDir;
@@ -220,6 +222,10 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
                       {"Source", options_.packages_dir},
                       {"Target", std::string(kContainerPackages)},
                       {"ReadOnly", true}});
+  }
+  if (auto forks = ForkRendezvous::dir(); forks.ok()) {
+    mounts.push_back(
+        {{"Type", "bind"}, {"Source", *forks}, {"Target", kForkDir}, {"ReadOnly", true}});
   }
   // Its first process: nothing but the container's life, or the relay to the proxy.
   json cmd = {"sleep", "infinity"};

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/docker/docker_internal.h"
+#include "backends/local/fork_rendezvous.h"
 #include "common/unique_fd.h"
 
 namespace byd {
@@ -32,6 +33,7 @@ using docker::CommandSpec;
 using docker::confined;
 using docker::ContainerRunner;
 using docker::enterPath;
+using docker::kForkDir;
 using docker::kKernelDir;
 using docker::kKernelPidFile;
 using docker::kProxyPort;
@@ -63,13 +65,76 @@ class AsUser {
   int old_uid_, old_gid_;
 };
 
+// What the kernels of one container share, a session's and its forks': the container,
+// removed when the last of them ends, the masks in force there, and a way to signal their
+// processes (as the code's user: its own processes alone).
+class ContainerFamily {
+ public:
+  ContainerFamily(std::function<void()> remove, std::function<Status(const FileMasks&)> masks,
+                  std::function<void(const std::string&)> as_user)
+      : remove_(std::move(remove)), masks_(std::move(masks)), as_user_(std::move(as_user)) {}
+  ~ContainerFamily() { remove_(); }
+  Status setMasks(const FileMasks& masks) {
+    std::lock_guard lock(mu_);
+    if (masks == current_) return okStatus();
+    BYD_RETURN_IF_ERROR(masks_(masks));
+    current_ = masks;
+    return okStatus();
+  }
+  void asUser(const std::string& script) { as_user_(script); }
+  std::string forkDir() const { return ForkRendezvous::dir().ok() ? kForkDir : ""; }
+
+ private:
+  std::function<void()> remove_;
+  std::function<Status(const FileMasks&)> masks_;
+  std::function<void(const std::string&)> as_user_;
+  std::mutex mu_;
+  FileMasks current_;  // started with none
+};
+
+// A fork of a kernel of the container, on the connection it made to the server.
+class ForkedContainerKernel : public KernelProcess {
+ public:
+  ForkedContainerKernel(std::shared_ptr<ContainerFamily> family, UniqueFd conn, int pid)
+      : family_(std::move(family)), conn_(std::move(conn)), pid_(std::to_string(pid)) {}
+  ~ForkedContainerKernel() override { kill(); }
+  int stdinFd() const override { return conn_.get(); }
+  int stdoutFd() const override { return conn_.get(); }
+  int stderrFd() const override { return -1; }
+  void interrupt() override {
+    if (family_) family_->asUser("kill -INT " + pid_);
+  }
+  void kill() override {
+    if (!family_) return;
+    conn_.reset();
+    if (family_.use_count() > 1) family_->asUser("kill -KILL -- -" + pid_);  // its group
+    family_.reset();
+  }
+  Status setMasks(const FileMasks& masks) override {
+    if (!family_) return failedPrecondition("the kernel has ended");
+    return family_->setMasks(masks);
+  }
+  std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
+  Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t /*host_pid*/,
+                                                   int pid) override {
+    if (!family_ || pid <= 1) return failedPrecondition("the fork cannot be told apart");
+    return std::unique_ptr<KernelProcess>(
+        std::make_unique<ForkedContainerKernel>(family_, std::move(conn), pid));
+  }
+
+ private:
+  std::shared_ptr<ContainerFamily> family_;
+  UniqueFd conn_;
+  std::string pid_;  // as the container sees it
+};
+
 // A Python kernel in the container, over a hijacked exec: its stdin is the connection, its
 // multiplexed output is split into two pipes by a thread of its own.
 class ContainerKernel : public KernelProcess {
  public:
   ContainerKernel(std::unique_ptr<docker::Hijacked> conn, std::function<void(int)> signal,
-                  std::function<Status(const FileMasks&)> masks)
-      : conn_(std::move(conn)), signal_(std::move(signal)), masks_(std::move(masks)) {
+                  std::shared_ptr<ContainerFamily> family)
+      : conn_(std::move(conn)), signal_(std::move(signal)), family_(std::move(family)) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) return;
     out_r_.reset(out[0]);
@@ -86,13 +151,22 @@ class ContainerKernel : public KernelProcess {
   int stdoutFd() const override { return out_r_.get(); }
   int stderrFd() const override { return err_r_.get(); }
   void interrupt() override { signal_(SIGINT); }
-  Status setMasks(const FileMasks& masks) override { return masks_(masks); }
+  Status setMasks(const FileMasks& masks) override { return family_->setMasks(masks); }
   void kill() override {
     if (killed_.exchange(true)) return;
-    signal_(SIGKILL);
+    // Its process group ends; the container with it, unless its forks live on there.
+    if (family_.use_count() > 1) signal_(SIGKILL);
+    family_.reset();
     stop_ = true;
     if (pump_.joinable()) pump_.join();
     conn_.reset();
+  }
+  std::string forkDir() const override { return killed_ ? "" : family_->forkDir(); }
+  Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t /*host_pid*/,
+                                                   int pid) override {
+    if (killed_ || pid <= 1) return failedPrecondition("the fork cannot be told apart");
+    return std::unique_ptr<KernelProcess>(
+        std::make_unique<ForkedContainerKernel>(family_, std::move(conn), pid));
   }
 
  private:
@@ -119,7 +193,7 @@ class ContainerKernel : public KernelProcess {
 
   std::unique_ptr<docker::Hijacked> conn_;
   std::function<void(int)> signal_;
-  std::function<Status(const FileMasks&)> masks_;
+  std::shared_ptr<ContainerFamily> family_;
   UniqueFd out_r_, err_r_;
   std::thread pump_;
   std::atomic<bool> stop_{false};
@@ -619,18 +693,22 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
     removeContainer(box);
     return conn.status();
   }
+  // SIGINT to the kernel, SIGKILL to its process group (its forks have groups of their own).
   auto signal = [this, box](int sig) {
-    if (sig == SIGINT) {
-      shell(box, std::string("read p < ") + kKernelPidFile + " && kill -INT $p", kRoot).ok();
-    } else {
-      removeContainer(box);
-    }
+    shell(box,
+          std::string("read p < ") + kKernelPidFile + " && kill -" +
+              (sig == SIGINT ? "INT $p" : "KILL -- -$p"),
+          kRoot)
+        .ok();
   };
-  auto masks = [this, box](const FileMasks& wanted) {
-    return updateMasks(box, enterMaskArgs(wanted, files_->root()));
-  };
+  auto family = std::make_shared<ContainerFamily>(
+      [this, box] { removeContainer(box); },
+      [this, box](const FileMasks& wanted) {
+        return updateMasks(box, enterMaskArgs(wanted, files_->root()));
+      },
+      [this, box](const std::string& script) { shell(box, script, codeUser()).ok(); });
   auto started = PythonKernel::attach(
-      std::make_unique<ContainerKernel>(std::move(*conn), signal, std::move(masks)));
+      std::make_unique<ContainerKernel>(std::move(*conn), signal, std::move(family)));
   if (!started.ok()) {
     return failedPrecondition(started.status().message() + "; run_python needs " + options_.python +
                               " in the image " + options_.image);

@@ -18,6 +18,8 @@ inline constexpr const char* kKernelPidFile = "/tmp/.byd-kernel.pid";
 // Where the proxy's socket directory is bound in a container, the socket's name in it, and the
 // port of the relay on the container's loopback.
 inline constexpr const char* kProxyDir = "/run/backyard-net";
+// Where the server's rendezvous directory of forked sessions (fork_rendezvous.h) is bound.
+inline constexpr const char* kForkDir = "/run/backyard-forks";
 inline constexpr const char* kProxySocket = "proxy.sock";
 inline constexpr int kProxyPort = 3128;
 // Idle command containers kept beside the first, for commands that run at once.

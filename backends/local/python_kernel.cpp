@@ -4,12 +4,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include <spdlog/spdlog.h>
+
+#include "backends/local/fork_rendezvous.h"
 
 namespace byd {
 
@@ -29,29 +34,127 @@ void writeAll(int fd, const char* data, size_t size) {
   }
 }
 
-// A kernel launched by the sandbox helper, in pid and mount namespaces of its own.
-class SandboxKernel : public KernelProcess {
+// What the kernels of one sandbox share, a session's and its forks': the sandbox's namespaces,
+// which last while any of them lives, and the masks in force there.
+class SandboxFamily {
  public:
-  explicit SandboxKernel(Sandbox::Launched launched) : proc_(std::move(launched)) {}
-  ~SandboxKernel() override { kill(); }
-  int stdinFd() const override { return proc_.stdin_w.get(); }
-  int stdoutFd() const override { return proc_.stdout_r.get(); }
-  int stderrFd() const override { return proc_.stderr_r.get(); }
-  void interrupt() override {
-    if (proc_.pidfd.valid()) Sandbox::signal(proc_, SIGINT);
+  SandboxFamily(const Sandbox& sandbox, Sandbox::Launched ns)
+      : sandbox_(sandbox), ns_(std::move(ns)) {}
+  ~SandboxFamily() {
+    Sandbox::signal(ns_, SIGKILL);
+    ns_.close();
   }
-  void kill() override {
-    if (proc_.pidfd.valid()) Sandbox::signal(proc_, SIGKILL);  // ends its whole namespace
-    proc_.close();
+  const Sandbox& sandbox() const { return sandbox_; }
+  const Sandbox::Launched& ns() const { return ns_; }
+  Status setMasks(const FileMasks& masks) {
+    std::lock_guard lock(mu_);
+    if (masks == current_) return okStatus();
+    if (!ns_.sock.valid()) return failedPrecondition("the kernel has ended");
+    BYD_RETURN_IF_ERROR(Sandbox::changeMasks(ns_, masks));
+    current_ = masks;
+    return okStatus();
   }
-  Status setMasks(const FileMasks& masks) override {
-    if (!proc_.sock.valid()) return failedPrecondition("the kernel has ended");
-    return Sandbox::changeMasks(proc_, masks);
+  std::string forkDir() const {
+    auto dir = ForkRendezvous::dir();
+    if (!dir.ok()) return "";
+    const auto& bound = sandbox_.readonlyDirs();
+    return std::find(bound.begin(), bound.end(), *dir) != bound.end() ? *dir : "";
   }
 
  private:
-  Sandbox::Launched proc_;
+  const Sandbox& sandbox_;
+  Sandbox::Launched ns_;
+  std::mutex mu_;
+  FileMasks current_;  // launched with none
 };
+
+// A kernel of a sandbox's family: what a session's kernel and its forks do alike.
+class SandboxMember : public KernelProcess {
+ public:
+  explicit SandboxMember(std::shared_ptr<SandboxFamily> family) : family_(std::move(family)) {}
+  Status setMasks(const FileMasks& masks) override {
+    if (!family_) return failedPrecondition("the kernel has ended");
+    return family_->setMasks(masks);
+  }
+  std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
+  Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t host_pid, int pid) override;
+
+ protected:
+  std::shared_ptr<SandboxFamily> family_;  // null once this kernel was killed
+};
+
+// A fork of a kernel of the sandbox: its process, moved into groups of its own, and the
+// connection it made.
+class ForkedSandboxKernel : public SandboxMember {
+ public:
+  ForkedSandboxKernel(std::shared_ptr<SandboxFamily> family, UniqueFd conn, pid_t host_pid)
+      : SandboxMember(std::move(family)), conn_(std::move(conn)), host_pid_(host_pid) {
+    pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0)));
+    cgroup_ = family_->sandbox().cgroupFor(host_pid);
+  }
+  ~ForkedSandboxKernel() override { kill(); }
+  int stdinFd() const override { return conn_.get(); }
+  int stdoutFd() const override { return conn_.get(); }
+  int stderrFd() const override { return -1; }  // its stray output goes nowhere
+  void interrupt() override {
+    if (pidfd_.valid()) syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGINT, nullptr, 0);
+  }
+  void kill() override {
+    if (!family_) return;
+    // Held open, the pidfd keeps the number from being reused: its group is still its own.
+    if (pidfd_.valid()) {
+      ::kill(-host_pid_, SIGKILL);
+      syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    }
+    cgroup_.reset();  // what it started, in its groups, ends too
+    pidfd_.reset();
+    conn_.reset();
+    family_.reset();
+  }
+
+ private:
+  UniqueFd conn_, pidfd_;
+  pid_t host_pid_;
+  CgroupRun cgroup_;
+};
+
+// A kernel launched by the sandbox helper, in pid and mount namespaces of its own.
+class SandboxKernel : public SandboxMember {
+ public:
+  SandboxKernel(const Sandbox& sandbox, Sandbox::Launched launched)
+      : SandboxMember(nullptr),
+        in_(std::move(launched.stdin_w)),
+        out_(std::move(launched.stdout_r)),
+        err_(std::move(launched.stderr_r)) {
+    family_ = std::make_shared<SandboxFamily>(sandbox, std::move(launched));
+  }
+  ~SandboxKernel() override { kill(); }
+  int stdinFd() const override { return in_.get(); }
+  int stdoutFd() const override { return out_.get(); }
+  int stderrFd() const override { return err_.get(); }
+  void interrupt() override {
+    if (family_) Sandbox::signal(family_->ns(), SIGINT);
+  }
+  void kill() override {
+    if (!family_) return;
+    // Its process group ends; its namespace with it, unless its forks live on there.
+    Sandbox::signal(family_->ns(), SIGUSR1);
+    family_.reset();
+    in_.reset();
+    out_.reset();
+    err_.reset();
+  }
+
+ private:
+  UniqueFd in_, out_, err_;
+};
+
+Result<std::unique_ptr<KernelProcess>> SandboxMember::adoptFork(UniqueFd conn, pid_t host_pid,
+                                                                int /*pid*/) {
+  if (!family_ || host_pid <= 0) return failedPrecondition("the fork cannot be told apart");
+  return std::unique_ptr<KernelProcess>(
+      std::make_unique<ForkedSandboxKernel>(family_, std::move(conn), host_pid));
+}
 
 }  // namespace
 
@@ -74,27 +177,22 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   auto launched = sandbox.launch(request, {source.get()}, /*own_cgroup=*/true);
   source.reset();  // the kernel holds its own copy
   if (!launched.ok()) return launched.status();
-  return attach(std::make_unique<SandboxKernel>(std::move(*launched)));
+  return attach(std::make_unique<SandboxKernel>(sandbox, std::move(*launched)));
 }
 
 Status PythonKernel::setMasks(std::shared_ptr<const FileMasks> masks) {
-  if (masks == masks_ || (masks_ && *masks == *masks_) || (!masks_ && masks->empty())) {
-    masks_ = std::move(masks);
-    return okStatus();
-  }
+  if (!alive_) return failedPrecondition("the Python kernel is gone");
   Status s = proc_->setMasks(*masks);
-  if (!s.ok()) {
-    kill();
-    return s;
-  }
-  masks_ = std::move(masks);
-  return okStatus();
+  if (!s.ok()) kill();
+  return s;
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::attach(std::unique_ptr<KernelProcess> process) {
   std::unique_ptr<PythonKernel> k(new PythonKernel());
   k->proc_ = std::move(process);
-  for (int fd : {k->proc_->stdoutFd(), k->proc_->stderrFd()}) fcntl(fd, F_SETFL, O_NONBLOCK);
+  for (int fd : {k->proc_->stdoutFd(), k->proc_->stderrFd()}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
+  }
   auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
   if (!ready.ok() || ready->value("type", "") != "ready") {
     return failedPrecondition("the Python kernel did not start (" +
@@ -202,6 +300,40 @@ Result<PythonKernel::Outcome> PythonKernel::runIsolated(const Isolated& run,
                                  run.timeout + std::chrono::seconds(2), run.max_output, cancel));
   if (!out.state_lost) out.timed_out = out.reply.value("timed_out", false);
   return out;
+}
+
+Result<std::unique_ptr<PythonKernel>> PythonKernel::fork() {
+  if (!alive_) return failedPrecondition("the Python kernel is gone");
+  const std::string dir = proc_->forkDir();
+  if (dir.empty()) return unimplemented("this session's kernel cannot fork");
+  BYD_ASSIGN_OR_RETURN(ForkRendezvous::Waiting waiting, ForkRendezvous::open());
+  max_frame_ = size_t{1} << 16;
+  const uint64_t id = next_id_++;
+  BYD_RETURN_IF_ERROR(send({{"type", "fork"}, {"id", id}, {"path", dir + "/" + waiting.name()}}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int pid = 0;
+  while (true) {
+    auto reply = receive(deadline, nullptr);
+    if (!reply.ok()) {
+      kill();
+      return failedPrecondition("the Python kernel did not fork (" + reply.status().message() +
+                                "); the session was ended");
+    }
+    if (reply->value("id", nlohmann::json()) != id) continue;  // a stray message
+    if (reply->value("type", "") == "error") {
+      return failedPrecondition("the session cannot fork: " + reply->value("message", ""));
+    }
+    pid = reply->value("forked", 0);
+    break;
+  }
+  auto peer = waiting.accept(std::chrono::seconds(10));
+  if (!peer.ok()) {
+    return failedPrecondition("the session's fork did not reach the server (" +
+                              peer.status().message() + ")");
+  }
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<KernelProcess> process,
+                       proc_->adoptFork(std::move(peer->conn), peer->pid, pid));
+  return attach(std::move(process));
 }
 
 Result<std::vector<std::string>> PythonKernel::preload(const std::vector<std::string>& modules) {

@@ -33,6 +33,15 @@ class KernelProcess {
   virtual Status setMasks(const FileMasks& masks) {
     return masks.empty() ? okStatus() : unimplemented("this kernel's files cannot be masked");
   }
+  // Forks (PythonKernel::fork): where the server's rendezvous directory (fork_rendezvous.h)
+  // is, as the kernel sees it ("": this kernel cannot fork), and the process of a fork that
+  // connected on `conn`: `host_pid` as the server sees it (0: unknown), `pid` as its sandbox
+  // does. A fork lives in its parent's sandbox or container, which lasts while any of them does.
+  virtual std::string forkDir() const { return ""; }
+  virtual Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t host_pid, int pid) {
+    (void)conn, (void)host_pid, (void)pid;
+    return unimplemented("this kernel cannot fork");
+  }
 };
 
 class PythonKernel {
@@ -63,9 +72,13 @@ class PythonKernel {
     uint64_t memory_bytes = 0;  // the run's address space (0: the sandbox's limits alone)
   };
   Result<Outcome> runIsolated(const Isolated& run, const CancelToken& cancel);
+  // A new session whose state is a copy of this one's (see backends/python/README.md): the
+  // kernel forks in its sandbox and the fork serves on a channel of its own. This kernel must
+  // be idle.
+  Result<std::unique_ptr<PythonKernel>> fork();
   // Imports `modules` into this kernel (a template); the ones that failed, with why.
   Result<std::vector<std::string>> preload(const std::vector<std::string>& modules);
-  // See KernelProcess::setMasks; the same masks as last time cost nothing.
+  // See KernelProcess::setMasks (which knows what is in force: the same masks cost nothing).
   Status setMasks(std::shared_ptr<const FileMasks> masks);
   bool alive() const { return alive_; }
   // The kernel's process has gone (its output pipe hung up), without being asked: a spare
@@ -85,7 +98,6 @@ class PythonKernel {
   void kill();
 
   std::unique_ptr<KernelProcess> proc_;
-  std::shared_ptr<const FileMasks> masks_;  // those in force
   // The largest frame accepted now (cell code can write to the kernel's channel: a larger
   // header ends the session rather than growing the buffer), and why the kernel broke its
   // protocol, once it has.

@@ -41,6 +41,18 @@ Result<std::unique_ptr<PythonKernel>> PythonSessions::takeSpare() {
   return kernel;
 }
 
+Result<std::shared_ptr<PythonSessions::Session>> PythonSessions::named(const std::string& name) {
+  auto it = sessions_.find(name);
+  if (it == sessions_.end()) {
+    if (sessions_.size() >= options_.max_sessions) {
+      return resourceExhausted("there are already " + std::to_string(sessions_.size()) +
+                               " Python sessions (the limit); reuse one of them");
+    }
+    it = sessions_.emplace(name, std::make_shared<Session>()).first;
+  }
+  return it->second;
+}
+
 void PythonSessions::reapIdle() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -62,15 +74,7 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   {
     std::lock_guard lock(mu_);
     reapIdle();
-    auto it = sessions_.find(name);
-    if (it == sessions_.end()) {
-      if (sessions_.size() >= options_.max_sessions) {
-        return resourceExhausted("there are already " + std::to_string(sessions_.size()) +
-                                 " Python sessions (the limit); reuse one of them");
-      }
-      it = sessions_.emplace(name, std::make_shared<Session>()).first;
-    }
-    session = it->second;
+    BYD_ASSIGN_OR_RETURN(session, named(name));
   }
   std::lock_guard busy(session->busy);
   Run run;
@@ -101,6 +105,42 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
   session->last_used = std::chrono::steady_clock::now();
   return run;
+}
+
+Status PythonSessions::fork(const std::string& from, const std::string& name,
+                            std::chrono::milliseconds wait) {
+  if (from == name) return invalidArgument("a session cannot be forked into itself");
+  std::shared_ptr<Session> parent, child;
+  {
+    std::lock_guard lock(mu_);
+    reapIdle();
+    auto it = sessions_.find(from);
+    if (it == sessions_.end()) {
+      return notFound("there is no Python session '" + from + "' to fork");
+    }
+    parent = it->second;
+    BYD_ASSIGN_OR_RETURN(child, named(name));
+  }
+  std::unique_ptr<PythonKernel> kernel;
+  {
+    std::unique_lock busy(parent->busy, std::defer_lock);
+    if (!busy.try_lock_for(wait)) {
+      return failedPrecondition("session '" + from + "' is still running a cell; fork it when " +
+                                "that has ended");
+    }
+    if (!parent->kernel || !parent->kernel->alive() || parent->kernel->exited()) {
+      return failedPrecondition("session '" + from +
+                                "' has no state to fork (its kernel is not running)");
+    }
+    BYD_ASSIGN_OR_RETURN(kernel, parent->kernel->fork());
+    parent->last_used = std::chrono::steady_clock::now();
+  }
+  // The parent is free again before the fork's name is waited for: two forks the other way
+  // round cannot hold each other up.
+  std::lock_guard busy(child->busy);
+  child->kernel = std::move(kernel);
+  child->last_used = std::chrono::steady_clock::now();
+  return okStatus();
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonSessions::takeTemplate() {
@@ -144,6 +184,15 @@ Result<PythonSessions::Run> PythonSessions::runIsolated(const PythonKernel::Isol
 Result<PythonSessions::Run> runPythonIn(PythonSessions& sessions, const PythonRequest& request,
                                         const CancelToken& cancel,
                                         std::shared_ptr<const FileMasks> masks) {
+  if (!request.fork_from.empty()) {
+    BYD_RETURN_IF_ERROR(sessions.fork(request.fork_from, request.session, request.timeout));
+    BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
+                         sessions.run(request.session, request.code, false, request.timeout,
+                                      request.max_output, cancel, std::move(masks)));
+    run.new_session = true;
+    run.forked_from = request.fork_from;
+    return run;
+  }
   if (!request.isolated) {
     return sessions.run(request.session, request.code, request.reset, request.timeout,
                         request.max_output, cancel, std::move(masks));
@@ -183,6 +232,7 @@ PythonResult pythonResult(const PythonSessions::Run& run) {
   out.state_lost = run.outcome.state_lost;
   out.new_session = run.new_session;
   out.revived = run.revived;
+  out.forked_from = run.forked_from;
   return out;
 }
 

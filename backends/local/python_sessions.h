@@ -43,12 +43,17 @@ class PythonSessions {
     PythonKernel::Outcome outcome;
     bool new_session = false;  // this call started the session (or restarted it)
     bool revived = false;      // its kernel had died since the last call (state gone)
+    std::string forked_from;   // the session this call forked it from
   };
   // `masks`: the workspace as the cell may see it, set in the kernel's namespace before the
   // cell runs (null: left as it is).
   Result<Run> run(const std::string& session, const std::string& code, bool reset,
                   std::chrono::milliseconds timeout, size_t max_output, const CancelToken& cancel,
                   std::shared_ptr<const FileMasks> masks = nullptr);
+  // Starts session `name` as a fork of session `from`: a copy of its state now, in its
+  // sandbox (see PythonKernel::fork). A session of that name is replaced. A cell running in
+  // `from` is waited for, up to `wait`; then the fork is refused.
+  Status fork(const std::string& from, const std::string& name, std::chrono::milliseconds wait);
   // Runs code isolated: in a fork of an idle template kernel (one per concurrent run, kept
   // for the next), which sees and leaves nothing of any session or other run.
   Result<Run> runIsolated(const PythonKernel::Isolated& run, const CancelToken& cancel,
@@ -60,7 +65,7 @@ class PythonSessions {
 
  private:
   struct Session {
-    std::mutex busy;  // one exec at a time
+    std::timed_mutex busy;  // one exec at a time
     std::unique_ptr<PythonKernel> kernel;
     std::chrono::steady_clock::time_point last_used;
   };
@@ -69,6 +74,8 @@ class PythonSessions {
   Result<std::unique_ptr<PythonKernel>> takeTemplate();
   void startSpare();
   void reapIdle();
+  // The session of that name, made when there is none and the limit allows (mu_ held).
+  Result<std::shared_ptr<Session>> named(const std::string& name);
 
   const Starter start_;
   const PythonOptions options_;

@@ -61,6 +61,11 @@ ssize_t writeSomeNoSigpipe(int fd, std::string_view data) {
 bool writeNoSigpipe(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = writeSomeNoSigpipe(fd, data);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};  // a non-blocking descriptor: wait as a blocking write would
+      poll(&p, 1, -1);
+      continue;
+    }
     if (n <= 0) return false;
     data.remove_prefix(n);
   }
@@ -423,12 +428,13 @@ Result<Sandbox::Launched> Sandbox::launch(const RunRequest& request,
                                           bool own_cgroup) const {
   BYD_RETURN_IF_ERROR(verify());
   if (!options_.isolate) return failedPrecondition("the sandbox is off (--sandbox none)");
-  return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true, own_cgroup);
+  return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true, own_cgroup, /*linger=*/true);
 }
 
 Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                                                    const std::vector<int>& extra_fds,
-                                                   bool stdin_pipe, bool own_cgroup) const {
+                                                   bool stdin_pipe, bool own_cgroup,
+                                                   bool linger) const {
   if (extra_fds.size() > 3) return internalError("at most three extra descriptors");
   CgroupRun cgroup = own_cgroup && prepared_.cgroups ? prepared_.cgroups->start() : CgroupRun();
   if (extra_fds.size() + cgroup.procsFds().size() > 3) {
@@ -443,7 +449,8 @@ Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,
                          {"env", env},
                          {"cwd", request.cwd},
                          {"rlimits", rlimits()},
-                         {"cgroups", cgroup.procsFds().size()}};
+                         {"cgroups", cgroup.procsFds().size()},
+                         {"linger", linger}};
   if (request.masks && !request.masks->empty()) spec["masks"] = masksJson(*request.masks);
   const std::string spec_text = spec.dump();
   BYD_ASSIGN_OR_RETURN(StdioPipes io, makeStdioPipes(stdin_pipe));
@@ -483,22 +490,42 @@ Status Sandbox::changeMasks(const Launched& process, const FileMasks& masks) {
   if (!zygote::sendMessage(process.sock.get(), std::string(1, zygote::kMasks), {memfd.get()})) {
     return failedPrecondition("the process has ended");
   }
-  // Its answer, unless it ends first (then its status comes instead).
-  pollfd p{process.sock.get(), POLLIN, 0};
-  if (poll(&p, 1, 10000) <= 0) {
-    signal(process, SIGKILL);
-    return internalError("the sandbox did not change its masks in time; the process was ended");
-  }
+  // Its answer. The status of a command that ended before (a kernel whose forks live on in
+  // its namespace) may come first: skipped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string payload;
-  std::vector<int> fds;
-  const ssize_t n = zygote::receiveMessage(process.sock.get(), payload, fds);
-  const std::vector<UniqueFd> unexpected(fds.begin(), fds.end());
+  ssize_t n = 0;
+  do {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{process.sock.get(), POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      signal(process, SIGKILL);
+      return internalError("the sandbox did not change its masks in time; the process was ended");
+    }
+    std::vector<int> fds;
+    n = zygote::receiveMessage(process.sock.get(), payload, fds);
+    const std::vector<UniqueFd> unexpected(fds.begin(), fds.end());
+  } while (n > 0 && payload[0] == zygote::kStatus);
   if (n > 0 && payload[0] == zygote::kMasksDone) return okStatus();
   signal(process, SIGKILL);
   if (n > 0 && payload[0] == zygote::kError) {
     return internalError("sandbox: " + payload.substr(1) + "; the process was ended");
   }
   return failedPrecondition("the process has ended");
+}
+
+CgroupRun Sandbox::cgroupFor(pid_t pid) const {
+  if (!prepared_.cgroups) return CgroupRun();
+  CgroupRun run = prepared_.cgroups->start();
+  const std::string text = std::to_string(pid);
+  for (int fd : run.procsFds()) {
+    if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      spdlog::warn("sandbox: cannot move process {} into a cgroup of its own: {}", pid,
+                   strerror(errno));
+    }
+  }
+  return run;
 }
 
 void Sandbox::signal(const Launched& process, int sig) {

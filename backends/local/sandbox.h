@@ -101,6 +101,7 @@ class Sandbox {
   // One line for the start-up log: the layers in force (after verify()).
   const std::string& layers() const { return prepared_.layers; }
   bool isolated() const { return options_.isolate; }
+  const std::vector<std::string>& readonlyDirs() const { return options_.readonly; }
   uint16_t proxyPort() const { return options_.isolate ? options_.proxy_port : 0; }
   // Who sandboxed processes are on the host (see sandbox_identity.h; after verify()).
   const SandboxIdentity& identity() const { return prepared_.identity; }
@@ -122,9 +123,13 @@ class Sandbox {
   // starve the others (joining costs milliseconds, which a spare kernel's start can afford).
   Result<Launched> launch(const RunRequest& request, const std::vector<int>& extra_fds,
                           bool own_cgroup) const;
-  // SIGINT goes to the launched process alone, SIGTERM to every process of its namespace,
-  // SIGKILL ends the namespace.
+  // SIGINT goes to the launched process alone, SIGUSR1 kills its process group (the
+  // namespace lives on while other processes, a kernel's forks, remain), SIGTERM goes to every
+  // process of its namespace, SIGKILL ends the namespace.
   static void signal(const Launched& process, int sig);
+  // Groups of their own (as launch's `own_cgroup` gives) for `pid`, a process already in the
+  // sandbox (a kernel's fork), moved into them; none where the server makes none.
+  CgroupRun cgroupFor(pid_t pid) const;
   // Where the listening socket of each helper goes (one per helper: a new helper, a new
   // network namespace). Before the first command.
   void setProxyListener(std::function<void(UniqueFd)> take) { proxy_listener_ = std::move(take); }
@@ -147,8 +152,10 @@ class Sandbox {
                         bool stdin_pipe) const;
   std::vector<std::string> helperArgs(const RunRequest& request) const;
   Result<RunResult> runUnchecked(const RunRequest& request, const CancelToken& cancel) const;
+  // `linger`: the namespace lives on after the command while other processes remain in it
+  // (see signal()).
   Result<Launched> launchUnchecked(const RunRequest& request, const std::vector<int>& extra_fds,
-                                   bool stdin_pipe, bool own_cgroup) const;
+                                   bool stdin_pipe, bool own_cgroup, bool linger = false) const;
   // The running helper, started (again) when there is none.
   Result<std::shared_ptr<ZygoteClient>> helper() const;
   std::vector<std::pair<int, rlim_t>> rlimits() const;

@@ -58,6 +58,7 @@ struct Spec {
   std::vector<std::pair<int, uint64_t>> rlimits;
   size_t cgroups = 0;  // the last this many descriptors are cgroup.procs files to join
   MaskList masks;
+  bool linger = false;  // the namespace outlives the command while other processes remain
 };
 
 nlohmann::json readJson(int fd) {
@@ -79,6 +80,7 @@ bool readSpec(int fd, Spec& spec) {
     spec.cwd = j.value("cwd", std::string("/"));
     spec.rlimits = j.value("rlimits", std::vector<std::pair<int, uint64_t>>{});
     spec.cgroups = j.value("cgroups", size_t{0});
+    spec.linger = j.value("linger", false);
   } catch (const nlohmann::json::exception&) {
     return false;
   }
@@ -357,8 +359,11 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
 // Process 1 of a command's pid namespace, made ahead of need: mounts its /proc and /tmp, then
 // waits for its command on `request`. It masks what the command may not see or change, starts
 // the command, reaps whatever is orphaned, passes SIGTERM on to everything in the namespace
-// and SIGINT to the command, changes the masks when asked (between a kernel's cells), and
-// reports the command's wait status. Its exit ends every process left in the namespace.
+// and SIGINT to the command, ends the command's process group on SIGUSR1, changes the masks
+// when asked (between a kernel's cells), and reports the command's wait status. It exits when
+// the command has ended, or with `linger` (a kernel whose forks are sessions of their own),
+// once nothing else is left either or the server has gone. Its exit ends every process left
+// in the namespace.
 [[noreturn]] void initMain(int request, const std::vector<std::string>& writable,
                            const std::vector<char>& bpf, const HelperOptions& options) {
   const std::string setup_error =
@@ -388,7 +393,7 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
   sa.sa_handler = ignoreSignal;  // process 1 only receives signals it handles
   sigset_t waited;
   sigemptyset(&waited);
-  for (int sig : {SIGTERM, SIGINT, SIGCHLD}) {
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1}) {
     sigaction(sig, &sa, nullptr);
     sigaddset(&waited, sig);
   }
@@ -413,7 +418,12 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
     fail(std::string("cannot wait for signals: ") + strerror(errno));
   }
   bool requests = true;  // the server may still send mask changes
+  bool command_ended = false;
   while (true) {
+    if (command_ended && !requests) {
+      kill(-1, SIGKILL);  // the server has gone: what lingered goes with the namespace
+      _exit(0);
+    }
     pollfd watched[2] = {{signals, POLLIN, 0}, {sock, POLLIN, 0}};
     if (poll(watched, requests ? 2 : 1, -1) < 0) continue;
     if (requests && watched[1].revents != 0) {
@@ -431,7 +441,11 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
     if (read(signals, &info, sizeof info) != sizeof info) continue;
     const int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGTERM) kill(-1, SIGTERM);
-    if (sig == SIGINT) kill(command, SIGINT);
+    if (sig == SIGINT && !command_ended) kill(command, SIGINT);
+    if (sig == SIGUSR1 && !command_ended) {
+      kill(-command, SIGKILL);
+      kill(command, SIGKILL);
+    }
     if (sig != SIGCHLD) continue;
     int status;
     pid_t pid;
@@ -440,8 +454,10 @@ void changeMasks(int sock, NamespaceMasks& masks, const std::vector<int>& fds, b
       std::string message(1, zygote::kStatus);
       message.append(reinterpret_cast<const char*>(&status), sizeof status);
       zygote::sendMessage(sock, message, {});
-      _exit(0);
+      if (!spec.linger) _exit(0);
+      command_ended = true;
     }
+    if (command_ended && pid < 0 && errno == ECHILD) _exit(0);  // nothing left
   }
 }
 

@@ -606,6 +606,49 @@ class Kernel:
             self.retiring = True
         return reply
 
+    def fork_session(self, req_id, path):
+        """Forks this kernel into a new session: the child connects to the server's unix
+        socket at `path`, which becomes its channel, and serves there with a copy of this
+        session's state. Neither sees the other's later changes."""
+        global KERNEL_PID
+        if self.template:
+            return _error(req_id, "this kernel is a template of isolated runs: it cannot fork")
+        import _socket  # before the fork, so a fork does not pay for the import
+        try:
+            pid = self.forked._fork()
+        except OSError as exc:
+            return _error(req_id, f"cannot fork the session: {exc}")
+        if pid == 0:  # the new session
+            try:
+                os.setpgid(0, 0)  # its interrupt halts its own group, not its parent's
+                sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+                sock.connect(path)
+                fd = sock.detach()
+                # The parent's channel: closed through its file object, which would otherwise
+                # close its number again when collected (by then another descriptor's).
+                self.proto_in.close()
+                os.close(self.proto_out)
+                # Stray output (fd 1 and 2) had the parent's log pipe, which only the parent's
+                # reader drains: a fork's goes nowhere, so it can never block on it.
+                try:
+                    null = os.open("/dev/null", os.O_WRONLY)
+                    os.dup2(null, 1)
+                    os.dup2(null, 2)
+                    os.close(null)
+                except OSError:
+                    pass
+                self.proto_in = io.open(os.dup(fd), "rb", buffering=1 << 16)
+                self.proto_out = fd
+                KERNEL_PID = os.getpid()
+                self.forked.pids = set()
+                self.busy = self.timed_out = False
+                self.serve()
+            except BaseException as exc:  # noqa: B036 - the fork never returns to its parent
+                print(f"kernel: fork: {exc!r}", file=sys.__stderr__)
+            finally:
+                _exit(0)
+        return {"type": "result", "id": req_id, "forked": pid}
+
     def handle(self, req):
         """The reply to one decoded request, or None to exit."""
         kind = req.get("type")
@@ -631,6 +674,11 @@ class Kernel:
                     return _error(req_id, "\"max_output\", \"timeout_ms\" and \"memory\" "
                                   "must be non-negative integers")
             return self.run_isolated(req_id, code, max_output, timeout_ms, memory, stdin, sweep)
+        if kind == "fork":
+            path = req.get("path")
+            if not isinstance(path, str) or not path:
+                return _error(req_id, "fork needs a string \"path\"")
+            return self.fork_session(req_id, path)
         if kind == "preload":
             self.template = True
             _undumpable()

@@ -549,3 +549,113 @@ class IsolatedRunTest(KernelProcess):
         self.send({"type": "isolated", "id": 5, "code": "1", "memory": -1})
         self.assertEqual(self.recv()["type"], "error")
         self.assertEqual(self.iso("1")["result"], "1")
+
+
+class ForkTest(KernelProcess):
+    """fork: the kernel forks a new session that serves on a unix socket the server listens on."""
+
+    def fork(self):
+        """A fork of the kernel, and a function that sends one exec to it and returns the reply."""
+        import socket
+        path = os.path.join(tempfile.mkdtemp(), "fork.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        self.addCleanup(listener.close)
+        self.send({"type": "fork", "id": 7, "path": path})
+        reply = self.recv()
+        self.assertEqual(reply.get("type"), "result", reply)
+        self.assertIsInstance(reply.get("forked"), int)
+        listener.settimeout(TIMEOUT)
+        conn, _ = listener.accept()
+        self.addCleanup(conn.close)
+        conn.settimeout(TIMEOUT)
+        stream = conn.makefile("rwb", buffering=0)
+
+        def frame():
+            return json.loads(self._read_frame(conn))
+
+        self._child_stream, self._child_frame = stream, frame
+
+        ready = frame()
+        self.assertEqual(ready["type"], "ready")
+        self.assertEqual(ready["pid"], reply["forked"])
+
+        def run(code):
+            body = json.dumps({"type": "exec", "id": 1, "code": code}).encode()
+            stream.write(struct.pack(">I", len(body)) + body)
+            return frame()
+
+        return run, reply["forked"]
+
+    def test_both_branches_diverge_and_the_parent_is_unchanged(self):
+        self.ok("data = list(range(5)); import os; os.chdir('/tmp')")
+        run, pid = self.fork()
+        child = run("data.append('child'); (data, os.getcwd())")
+        self.assertIsNone(child["error"])
+        self.assertEqual(child["result"], "([0, 1, 2, 3, 4, 'child'], '/tmp')")
+        self.assertEqual(self.ok("data.append('parent'); data")["result"],
+                         "[0, 1, 2, 3, 4, 'parent']")
+        self.assertEqual(run("data")["result"], "[0, 1, 2, 3, 4, 'child']")
+        # Its own process group: an interrupt of the fork halts nothing of its parent's.
+        self.assertEqual(run("os.getpgid(0) == os.getpid()")["result"], "True")
+        self.assertNotEqual(pid, self.proc.pid)
+
+    def test_the_fork_is_interrupted_alone(self):
+        run, pid = self.fork()
+        import threading
+        timer = threading.Timer(0.5, os.kill, (pid, signal.SIGINT))
+        timer.start()
+        reply = run("import time\nwhile True: time.sleep(0.01)")
+        timer.join()
+        self.assertEqual(reply["error"]["type"], "KeyboardInterrupt")
+        self.assertEqual(run("1 + 1")["result"], "2")
+        self.assertEqual(self.ok("2 + 2")["result"], "4")
+
+    def test_a_fork_of_a_fork(self):
+        self.ok("v = ['root']")
+        run, _ = self.fork()
+        self.assertIsNone(run("v.append('child')")["error"])
+        # The child forks in turn, driven over its own channel.
+        import socket
+        path = os.path.join(tempfile.mkdtemp(), "grand.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        self.addCleanup(listener.close)
+        # A fork request goes over the child's channel as its exec frames do.
+        body = json.dumps({"type": "fork", "id": 9, "path": path}).encode()
+        self._child_stream.write(struct.pack(">I", len(body)) + body)
+        reply = self._child_frame()
+        self.assertEqual(reply.get("forked") and reply["type"], "result", reply)
+        listener.settimeout(TIMEOUT)
+        conn, _ = listener.accept()
+        self.addCleanup(conn.close)
+        stream = conn.makefile("rwb", buffering=0)
+        self.assertEqual(json.loads(self._read_frame(conn))["type"], "ready")
+        body = json.dumps({"type": "exec", "id": 1, "code": "v.append('grand'); v"}).encode()
+        stream.write(struct.pack(">I", len(body)) + body)
+        reply = json.loads(self._read_frame(conn))
+        self.assertEqual(reply["result"], "['root', 'child', 'grand']", reply)
+        self.assertEqual(run("v")["result"], "['root', 'child']")
+
+    @staticmethod
+    def _read_frame(conn):
+        data = b""
+        while len(data) < 4:
+            data += conn.recv(4 - len(data))
+        (size,) = struct.unpack(">I", data)
+        body = b""
+        while len(body) < size:
+            body += conn.recv(size - len(body))
+        return body
+
+    def test_a_template_does_not_fork_and_a_bad_path_is_an_error(self):
+        self.send({"type": "fork", "id": 3})
+        self.assertEqual(self.recv()["type"], "error")
+        self.send({"type": "preload", "id": 4, "modules": []})
+        self.recv()
+        self.send({"type": "fork", "id": 5, "path": "/nonexistent/x.sock"})
+        reply = self.recv()
+        self.assertEqual(reply["type"], "error")
+        self.assertIn("template", reply["message"])

@@ -1,0 +1,117 @@
+"""End to end: run_python's fork_from. A fork starts with a copy of its parent's state; both
+branches diverge and neither sees the other's later changes; a fork lives on when its parent
+is reset; a fork of a busy session waits for its cell; the refusals name what is wrong.
+
+Usage: fork_test.py BINARY [--backend docker --runtime runc|runsc]
+"""
+
+import os
+import sys
+import tempfile
+import json
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcp_client import Client, binary_and_backend, text  # noqa: E402
+
+BINARY, EXTRA = binary_and_backend(sys.argv)
+
+
+class Fork(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-fork-")
+        os.chmod(cls.tmp.name, 0o777)
+        cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
+                            "--python-sessions", "32", *EXTRA)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.client.close()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+    def tearDown(self):
+        self.assertTrue(self.client.ping())
+
+    def py(self, code, **args):
+        r = self.client.call("run_python", code=code, **args)
+        return r, r.get("structuredContent", {})
+
+    def ok(self, code, **args):
+        r, sc = self.py(code, **args)
+        self.assertFalse(r.get("isError"), text(r))
+        return sc
+
+    def test_both_branches_diverge_and_the_parent_is_unchanged(self):
+        self.ok("import os\nrows = list(range(3))\nos.chdir('/tmp')\n"
+                "open('/tmp/f-parent', 'w').write('p')", session="f-base")
+        sc = self.ok("rows.append('a'); (rows, os.getcwd())", session="f-a", fork_from="f-base")
+        self.assertEqual(sc["result"], "([0, 1, 2, 'a'], '/tmp')")
+        self.assertEqual((sc["new_session"], sc["forked_from"]), (True, "f-base"))
+        sc = self.ok("rows.append('b'); rows", session="f-b", fork_from="f-base")
+        self.assertEqual(sc["result"], "[0, 1, 2, 'b']")
+        self.assertEqual(self.ok("rows", session="f-base")["result"], "[0, 1, 2]")
+        self.assertEqual(self.ok("rows", session="f-a")["result"], "[0, 1, 2, 'a']")
+        sc = self.ok("rows.append('later'); rows", session="f-base")
+        self.assertEqual(self.ok("rows", session="f-b")["result"], "[0, 1, 2, 'b']")
+        # A later call in the fork is an ordinary call of its session.
+        sc = self.ok("len(rows)", session="f-a")
+        self.assertEqual((sc["result"], sc["new_session"], sc["forked_from"]), ("4", False, None))
+
+    def test_a_fork_outlives_its_parent_reset(self):
+        self.ok("import os\nbig = bytearray(50 << 20)\nkept = 'state'", session="f-old")
+        self.ok("pid = os.getpid()", session="f-young", fork_from="f-old")
+        r, sc = self.py("kept", session="f-old", reset=True)  # the parent starts afresh
+        self.assertEqual(sc["error"]["type"], "NameError", text(r))
+        sc = self.ok("(kept, len(big), os.getpid() == pid)", session="f-young")
+        self.assertEqual(sc["result"], "('state', 52428800, True)")
+
+    def test_the_fork_is_interrupted_at_its_timeout_alone(self):
+        self.ok("n = 1", session="f-int")
+        r, sc = self.py("import time\nwhile True: time.sleep(0.01)", session="f-int2",
+                        fork_from="f-int", timeout_s=1)
+        self.assertTrue(sc["timed_out"], text(r))
+        self.assertFalse(sc["state_lost"], text(r))
+        self.assertEqual(self.ok("n + 1", session="f-int2")["result"], "2")
+        self.assertEqual(self.ok("n", session="f-int")["result"], "1")
+
+    def test_a_fork_of_a_busy_session_waits_for_its_cell(self):
+        self.ok("import time\nstep = 0", session="f-busy")
+        # The long cell's request goes out first; its answer is collected after the fork's.
+        rid = 10_000
+        self.client.send_raw(json.dumps({
+            "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "run_python",
+                       "arguments": {"code": "time.sleep(1.5); step = 1", "session": "f-busy"}},
+        }).encode() + b"\n")
+        time.sleep(0.4)
+        sc = self.ok("step", session="f-after", fork_from="f-busy")
+        self.assertEqual(sc["result"], "1")  # the copy was taken after the cell ended
+        long = self.client.wait_for(lambda m: m.get("id") == rid)
+        self.assertFalse(long["result"].get("isError"), long)
+
+    def test_refusals_name_what_is_wrong(self):
+        r, _ = self.py("1", session="f-x", fork_from="no-such-session")
+        self.assertTrue(r.get("isError"))
+        self.assertIn("no Python session 'no-such-session'", text(r))
+        r, _ = self.py("1", session="f-self", fork_from="f-self")
+        self.assertTrue(r.get("isError"))
+        self.assertIn("names the session itself", text(r))
+        r, _ = self.py("1", isolated=True, fork_from="f-base")
+        self.assertTrue(r.get("isError"))
+        self.assertIn("not with `isolated`", text(r))
+
+    def test_a_fork_of_a_fork_and_a_replaced_name(self):
+        self.ok("v = ['root']", session="f-r")
+        self.ok("v.append('child')", session="f-c", fork_from="f-r")
+        sc = self.ok("v.append('grandchild'); v", session="f-g", fork_from="f-c")
+        self.assertEqual(sc["result"], "['root', 'child', 'grandchild']")
+        # Forking onto an existing name replaces that session.
+        sc = self.ok("v", session="f-g", fork_from="f-r")
+        self.assertEqual(sc["result"], "['root']")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
