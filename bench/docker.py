@@ -24,42 +24,26 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stdio_server import StdioServer  # noqa: E402
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Server:
+class Server(StdioServer):
     def __init__(self, binary, image, runtime):
-        self.proc = subprocess.Popen(
-            [binary, "--backend", "docker", "--image", image, "--runtime", runtime,
-             "--ruleset", "permissive", "--log-level", "warn"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.next_id = 0
-
-    def request(self, method, params):
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-        while True:
-            answer = json.loads(self.proc.stdout.readline())
-            if answer.get("id") == self.next_id:
-                return answer
+        super().__init__(binary, "--backend", "docker", "--image", image, "--runtime", runtime,
+                         "--ruleset", "permissive", "--log-level", "warn")
 
     def execute(self, command):
-        r = self.request("tools/call", {"name": "execute", "arguments": {"command": command}})
-        out = r["result"]["structuredContent"]["stdout"]
-        assert out == "hi\n", r
+        out = super().execute(command)["stdout"]
+        assert out == "hi\n", out
         return out
 
     def python(self, code, session):
-        r = self.request("tools/call", {"name": "run_python",
-                                        "arguments": {"code": code, "session": session}})
-        assert r["result"]["structuredContent"]["result"] == "2", r
+        r = self.call("run_python", code=code, session=session)
+        assert r["result"] == "2", r
         return r
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(120)
 
 
 def timed(fn):
@@ -83,8 +67,6 @@ def pct(values, p):
 def bench(binary, image, runtime, runs, docker):
     def start_ours():
         server = Server(binary, image, runtime)
-        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                      "clientInfo": {"name": "bench", "version": "1"}})
         server.execute("echo hi")
         return server
 

@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stdio_server import StdioServer  # noqa: E402
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = "print(sum(range(1000)))"
 CPU = "print(sum(i*i for i in range(200000)))"
@@ -77,36 +80,6 @@ console.log(JSON.stringify({ seconds: (performance.now() - t0) / 1000, out }))
     return json.loads(r.stdout)["seconds"]
 
 
-class Server:
-    """backyard-mcp over stdio, for execute calls."""
-
-    def __init__(self, binary, workspace):
-        self.proc = subprocess.Popen([binary, "--root", workspace, "--ruleset", "permissive",
-                                      "--log-level", "off"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "bench", "version": "1"}})
-
-    def request(self, method, params):
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-        while True:
-            answer = json.loads(self.proc.stdout.readline())
-            if answer.get("id") == self.next_id:
-                return answer
-
-    def execute(self, command):
-        r = self.request("tools/call", {"name": "execute", "arguments": {"command": command}})
-        return r["result"]["structuredContent"]
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
 def fresh_python(server, code, runs):
     """Seconds for `runs` fresh /usr/bin/python3 processes running `code` in the sandbox."""
     quoted = "'" + code.replace("'", "'\\''") + "'"
@@ -148,7 +121,8 @@ def main():
         rows.append(("backyard batch --parallel 1", (n // 2) / took1, None))
         m = monty(SMALL, n)
         rows.append(("Monty (in-process, 1 thread)", n / m, None))
-        server = Server(args.binary, ws)
+        server = StdioServer(args.binary, "--root", ws, "--ruleset", "permissive",
+                             "--log-level", "off")
         fresh_runs = max(50, n // 30)
         f = fresh_python(server, SMALL, fresh_runs)
         rows.append(("fresh python3 per run (execute)", fresh_runs / f, None))

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -90,7 +91,12 @@ class ForkedSandboxKernel : public SandboxMember {
   ForkedSandboxKernel(std::shared_ptr<SandboxFamily> family, UniqueFd conn, pid_t host_pid)
       : SandboxMember(std::move(family)), conn_(std::move(conn)), host_pid_(host_pid) {
     pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0)));
-    cgroup_ = family_->sandbox().cgroupFor(host_pid);
+    // Moving a process between cgroups takes milliseconds (a global lock of the kernel's):
+    // done beside its first cell rather than before it. What the fork starts in between
+    // stays in its parent's groups, and in its own process group, which kill() ends.
+    const Sandbox* sandbox = &family_->sandbox();
+    cgroup_ = std::async(std::launch::async,
+                         [sandbox, host_pid] { return sandbox->cgroupFor(host_pid); });
   }
   ~ForkedSandboxKernel() override { kill(); }
   int stdinFd() const override { return conn_.get(); }
@@ -106,7 +112,7 @@ class ForkedSandboxKernel : public SandboxMember {
       ::kill(-host_pid_, SIGKILL);
       syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     }
-    cgroup_.reset();  // what it started, in its groups, ends too
+    if (cgroup_.valid()) cgroup_.get().reset();  // what it started, in its groups, ends too
     pidfd_.reset();
     conn_.reset();
     family_.reset();
@@ -115,7 +121,7 @@ class ForkedSandboxKernel : public SandboxMember {
  private:
   UniqueFd conn_, pidfd_;
   pid_t host_pid_;
-  CgroupRun cgroup_;
+  std::future<CgroupRun> cgroup_;
 };
 
 // A kernel launched by the sandbox helper, in pid and mount namespaces of its own.

@@ -6,9 +6,11 @@ anything else there: user output is captured and returned in the replies. See RE
 """
 
 import _signal  # getsignal without signal's enum wrapping: ~3 us less per cell
+import _thread
 import ast
 import base64
 import builtins
+import gc
 import io
 import json
 import linecache
@@ -408,6 +410,10 @@ class Kernel:
         # A template (of isolated runs) runs no cell itself; one that could not clean up after
         # a run retires: it exits after its reply.
         self.template = self.retiring = False
+        # Forks (fork_session): whether this session was ever forked, and a fork of it made
+        # ahead of the next request, (pid, pipe) (see keep_standby).
+        self.forks_asked = False
+        self.standby = None
         self.cwd = os.getcwd()  # as the last cell left it
         self.sigint_handler = self._on_sigint  # one bound method, so `is` can recognise it
         signal.signal(signal.SIGINT, self.sigint_handler)
@@ -606,47 +612,109 @@ class Kernel:
             self.retiring = True
         return reply
 
-    def fork_session(self, req_id, path):
-        """Forks this kernel into a new session: the child connects to the server's unix
-        socket at `path`, which becomes its channel, and serves there with a copy of this
-        session's state. Neither sees the other's later changes."""
+    def _spawn_fork(self):
+        """A fork of this kernel as it is now, in a process group of its own (an interrupt of
+        it halts nothing of its parent's), waiting on a pipe for the path of the server's
+        socket. Given one, it connects there and serves that channel as a new session with a
+        copy of this one's state; given none (the pipe closed), it exits. Returns its pid and
+        the pipe's write end."""
+        import _socket  # before the fork, so a fork does not pay for the import
+        r, w = os.pipe()
+        # What exists now is left out of the fork's garbage collections: a full collection
+        # writes to every object it visits, which would copy all of the shared memory.
+        gc.freeze()
+        try:
+            pid = self.forked.fork()
+        except OSError:
+            gc.unfreeze()
+            os.close(r)
+            os.close(w)
+            raise
+        if pid:
+            gc.unfreeze()
+            os.close(r)
+            return pid, w
         global KERNEL_PID
+        try:
+            os.setpgid(0, 0)
+            os.close(w)
+            # The parent's channel: closed through its file object, which would otherwise
+            # close its number again when collected (by then another descriptor's).
+            self.proto_in.close()
+            os.close(self.proto_out)
+            # Stray output (fd 1 and 2) had the parent's log pipe, which only the parent's
+            # reader drains: a fork's goes nowhere, so it can never block on it.
+            try:
+                null = os.open("/dev/null", os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                os.close(null)
+            except OSError:
+                pass
+            path = b""
+            while chunk := os.read(r, 4096):
+                path += chunk
+            os.close(r)
+            if not path:
+                _exit(0)  # not wanted after all
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            sock.connect(path.decode())
+            fd = sock.detach()
+            self.proto_in = io.open(os.dup(fd), "rb", buffering=1 << 16)
+            self.proto_out = fd
+            KERNEL_PID = os.getpid()
+            self.forked.pids = set()
+            self.standby, self.forks_asked = None, False
+            self.busy = self.timed_out = False
+            self.serve()
+        except BaseException as exc:  # noqa: B036 - the fork never returns to its parent
+            print(f"kernel: fork: {exc!r}", file=sys.__stderr__)
+        finally:
+            _exit(0)
+
+    def drop_standby(self):
+        if self.standby is not None:
+            os.close(self.standby[1])  # it exits
+            self.standby = None
+
+    def keep_standby(self):
+        """After a reply: a session forked once is likely forked again (rollouts from one
+        prepared state), so a fork of it waits ready, made while nobody waits for this
+        kernel. Not while threads a cell started run on: a fork must copy the state of the
+        moment it is asked for."""
+        if not self.forks_asked or self.standby is not None or self.template:
+            return
+        if _thread._count():
+            return
+        try:
+            self.standby = self._spawn_fork()
+        except OSError:
+            pass
+
+    def fork_session(self, req_id, path):
+        """Forks this kernel into a new session that serves on the server's unix socket at
+        `path`, with a copy of this session's state. Neither sees the other's later changes."""
         if self.template:
             return _error(req_id, "this kernel is a template of isolated runs: it cannot fork")
-        import _socket  # before the fork, so a fork does not pay for the import
-        try:
-            pid = self.forked._fork()
-        except OSError as exc:
-            return _error(req_id, f"cannot fork the session: {exc}")
-        if pid == 0:  # the new session
-            try:
-                os.setpgid(0, 0)  # its interrupt halts its own group, not its parent's
-                sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-                sock.connect(path)
-                fd = sock.detach()
-                # The parent's channel: closed through its file object, which would otherwise
-                # close its number again when collected (by then another descriptor's).
-                self.proto_in.close()
-                os.close(self.proto_out)
-                # Stray output (fd 1 and 2) had the parent's log pipe, which only the parent's
-                # reader drains: a fork's goes nowhere, so it can never block on it.
+        self.forks_asked = True
+        if self.standby is not None and _thread._count():
+            self.drop_standby()  # threads ran since it was made: the state may have moved on
+        for attempt in range(2):
+            if self.standby is None:
                 try:
-                    null = os.open("/dev/null", os.O_WRONLY)
-                    os.dup2(null, 1)
-                    os.dup2(null, 2)
-                    os.close(null)
-                except OSError:
-                    pass
-                self.proto_in = io.open(os.dup(fd), "rb", buffering=1 << 16)
-                self.proto_out = fd
-                KERNEL_PID = os.getpid()
-                self.forked.pids = set()
-                self.busy = self.timed_out = False
-                self.serve()
-            except BaseException as exc:  # noqa: B036 - the fork never returns to its parent
-                print(f"kernel: fork: {exc!r}", file=sys.__stderr__)
+                    self.standby = self._spawn_fork()
+                except OSError as exc:
+                    return _error(req_id, f"cannot fork the session: {exc}")
+            pid, w = self.standby
+            self.standby = None
+            try:
+                os.write(w, path.encode())
+                break
+            except OSError:  # it died while it waited (its memory was taken back, say)
+                if attempt:
+                    return _error(req_id, "cannot fork the session: the fork ended at once")
             finally:
-                _exit(0)
+                os.close(w)
         return {"type": "result", "id": req_id, "forked": pid}
 
     def handle(self, req):
@@ -662,8 +730,10 @@ class Kernel:
             if self.template:
                 return _error(req_id, "this kernel is a template of isolated runs: it runs no "
                               "cell itself")
+            self.drop_standby()  # the cell changes what a fork would copy
             return self.run_cell(req_id, code, max_output)
         if kind == "isolated":
+            self.drop_standby()
             code, max_output = req.get("code"), req.get("max_output", DEFAULT_MAX_OUTPUT)
             timeout_ms, memory = req.get("timeout_ms", 30000), req.get("memory", 0)
             stdin, sweep = req.get("stdin", ""), req.get("sweep") is True
@@ -680,6 +750,7 @@ class Kernel:
                 return _error(req_id, "fork needs a string \"path\"")
             return self.fork_session(req_id, path)
         if kind == "preload":
+            self.drop_standby()
             self.template = True
             _undumpable()
             failed = []
@@ -740,6 +811,7 @@ class Kernel:
             _write_frame(self.proto_out, reply)
             if self.retiring:
                 return
+            self.keep_standby()
 
 
 class _BadFrame(Exception):

@@ -23,6 +23,10 @@ class Fork(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="byd-fork-")
         os.chmod(cls.tmp.name, 0o777)
+        with open(os.path.join(cls.tmp.name, ".env"), "w") as f:
+            f.write("TOKEN=hidden\n")
+        with open(os.path.join(cls.tmp.name, "notes.txt"), "w") as f:
+            f.write("open\n")
         cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
                             "--python-sessions", "32", *EXTRA)
 
@@ -91,6 +95,14 @@ class Fork(unittest.TestCase):
         self.assertEqual(sc["result"], "1")  # the copy was taken after the cell ended
         long = self.client.wait_for(lambda m: m.get("id") == rid)
         self.assertFalse(long["result"].get("isError"), long)
+
+    def test_the_file_rules_hold_in_a_fork(self):
+        self.ok("name = '.e' + 'nv'", session="f-rules")
+        code = ("def read(p):\n    try:\n        return open(p).read()\n"
+                "    except OSError as e:\n        return type(e).__name__\n"
+                "(read(name), read('notes.txt'))")
+        sc = self.ok(code, session="f-rules2", fork_from="f-rules")
+        self.assertEqual(sc["result"], "('PermissionError', 'open\\n')")
 
     def test_refusals_name_what_is_wrong(self):
         r, _ = self.py("1", session="f-x", fork_from="no-such-session")

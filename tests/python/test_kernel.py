@@ -650,6 +650,66 @@ class ForkTest(KernelProcess):
             body += conn.recv(size - len(body))
         return body
 
+    def children(self):
+        pids = set()
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == self.proc.pid and fields[0] != "Z":
+                pids.add(int(name))
+        return pids
+
+    def test_a_later_fork_copies_the_state_after_a_later_cell(self):
+        # A session forked once keeps a fork of itself ready; a cell makes it stale.
+        self.ok("v = 1")
+        run1, _ = self.fork()
+        self.assertEqual(run1("v")["result"], "1")
+        self.ok("v = 2")
+        run2, _ = self.fork()
+        self.assertEqual(run2("v")["result"], "2")
+        run3, _ = self.fork()  # straight after another fork: the one made ready meanwhile
+        self.assertEqual(run3("v")["result"], "2")
+
+    def test_a_fork_asked_while_a_thread_runs_copies_that_moment(self):
+        self.ok("v = 0")
+        self.fork()  # from now on a fork waits ready after each reply
+        self.ok("import threading, time\n"
+                "def bump():\n"
+                "    global v\n"
+                "    while v < 10**9:\n"
+                "        v += 1\n"
+                "        time.sleep(0.001)\n"
+                "threading.Thread(target=bump, daemon=True).start()")
+        time.sleep(0.3)
+        run, _ = self.fork()
+        # Not the copy made right after the cell (v about 0), but one of this moment.
+        self.assertGreater(int(run("v")["result"]), 20)
+
+    def test_the_fork_made_ready_ends_with_its_kernel(self):
+        self.ok("v = 1")
+        run, pid = self.fork()
+        deadline = time.monotonic() + TIMEOUT
+        while not (self.children() - {pid}) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        standby = self.children() - {pid}
+        self.assertEqual(len(standby), 1, standby)
+        self.proc.stdin.close()
+        self.proc.wait(TIMEOUT)
+        (spare,) = standby
+        while os.path.exists(f"/proc/{spare}") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # It exited (reparented and reaped, or a zombie of whoever adopted it).
+        try:
+            with open(f"/proc/{spare}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        self.assertIn(state, ("gone", "Z"))
+        self.assertEqual(run("v")["result"], "1")  # the fork itself lives on
+
     def test_a_template_does_not_fork_and_a_bad_path_is_an_error(self):
         self.send({"type": "fork", "id": 3})
         self.assertEqual(self.recv()["type"], "error")

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Forking a run_python session that holds 100 MB of objects (`fork_from`), on each backend.
+
+    /usr/bin/python3 bench/fork_session.py [--binary build/backyard-mcp] [--forks N]
+        [--backend local|docker-runc|docker-runsc]... [--image IMG]
+
+For each backend, one server over stdio: session `base` builds about 100 MB of Python objects
+(its resident size is printed), then N calls each start a new session as a fork of `base` and
+run `0` there, back to back and then 50 ms apart (a rollout's own work between forks, say).
+The reference, in the same server and run and spaced alike, is a call running `0` in `base`:
+the fork's own cost is the difference (target: under 5 ms). Also printed: the time of
+the first cell of a brand-new session (a kernel started, not forked), for comparison. The
+Docker backends need a running engine and the image (scripts/docker-setup).
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stdio_server import StdioServer  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THINK_S = 0.05  # between spaced forks: a rollout's own work, say
+BUILD = """
+objects = [str(i) * 8 for i in range(600_000)] + [list(range(20)) for _ in range(120_000)]
+int(open('/proc/self/statm').read().split()[1]) * 4096 // (1 << 20)
+"""
+
+
+def ms(fn):
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def bench(binary, backend, forks, workspace, image):
+    args = ["--root", workspace, "--ruleset", "permissive", "--log-level", "off",
+            "--python-sessions", str(2 * forks + 8)]
+    if backend.startswith("docker-"):
+        args += ["--backend", "docker", "--runtime", backend.split("-", 1)[1], "--image", image]
+    server = StdioServer(binary, *args)
+    try:
+        fresh = ms(lambda: server.call("run_python", code="0", session="fresh"))
+        rss = int(server.call("run_python", code=BUILD, session="base", timeout_s=300)["result"])
+        for _ in range(5):  # warm
+            server.call("run_python", code="0", session="base")
+        rows = {}
+        for think in (0, THINK_S):
+            plain, forked = [], []
+            for i in range(forks):
+                time.sleep(think)
+                plain.append(ms(lambda: server.call("run_python", code="0", session="base")))
+            for i in range(forks):
+                time.sleep(think)
+                forked.append(ms(lambda: server.call("run_python", code="0",
+                                                      session=f"f{think}-{i}",
+                                                      fork_from="base")))
+            rows[think] = (plain, forked)
+        check = server.call("run_python", code="len(objects)", session=f"f0-{forks - 1}")
+        assert check["result"] == "720000", check
+    finally:
+        server.close()
+    return rss, fresh, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default=os.path.join(REPO_ROOT, "build", "backyard-mcp"))
+    ap.add_argument("--forks", type=int, default=15)
+    ap.add_argument("--image", default="backyard-mcp/python:bookworm")
+    ap.add_argument("--backend", action="append",
+                    choices=["local", "docker-runc", "docker-runsc"])
+    args = ap.parse_args()
+    backends = args.backend or ["local", "docker-runc", "docker-runsc"]
+    docker_up = shutil.which("docker") and subprocess.run(
+        ["docker", "info"], capture_output=True).returncode == 0
+    print(f"fork of a session holding ~100 MB of objects, {args.forks} forks each way, "
+          "medians (ms):")
+    for backend in backends:
+        if backend.startswith("docker-") and not docker_up:
+            print(f"  {backend}: skipped, no Docker engine")
+            continue
+        with tempfile.TemporaryDirectory(prefix="byd-bench-fork-") as ws:
+            os.chmod(ws, 0o777)
+            rss, fresh, rows = bench(args.binary, backend, args.forks, ws, args.image)
+        print(f"  {backend}: session RSS {rss} MB; a new session's first cell (a kernel "
+              f"started) {fresh:.1f}")
+        for think, (plain, forked) in rows.items():
+            p, f = statistics.median(plain), statistics.median(forked)
+            name = "back to back" if think == 0 else f"{think * 1000:.0f} ms apart"
+            print(f"    {name:13} a cell {p:6.2f}; fork + cell {f:6.2f} (spread "
+                  f"{min(forked):.1f}-{max(forked):.1f}); the fork alone {f - p:6.2f} "
+                  f"[{'MET' if f - p < 5 else 'MISSED'}: < 5]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
