@@ -29,6 +29,7 @@ DEFAULT_MAX_OUTPUT = 100 * 1024
 # times (JSON escapes) four texts of max_output bytes, plus this, and ends a session that sends
 # more.
 IMAGE_BUDGET = 8 << 20
+STANDBY_IDLE_S = 0.02  # see Kernel.keep_standby
 KERNEL_FILE = sys._getframe().f_code.co_filename  # frames from here are hidden from users
 KERNEL_PID = os.getpid()
 _HEADER = struct.Struct(">I")
@@ -677,13 +678,16 @@ class Kernel:
             os.close(self.standby[1])  # it exits
             self.standby = None
 
-    def keep_standby(self):
+    def keep_standby(self, after_fork):
         """After a reply: a session forked once is likely forked again (rollouts from one
         prepared state), so a fork of it waits ready, made while nobody waits for this
-        kernel. Not while threads a cell started run on: a fork must copy the state of the
-        moment it is asked for."""
+        kernel: at once after a fork (they come in runs), after a cell once no request has
+        come for STANDBY_IDLE_S (cells in a row do not each pay for one). Not while threads a
+        cell started run on: a fork must copy the state of the moment it is asked for."""
         if not self.forks_asked or self.standby is not None or self.template:
             return
+        if not after_fork and select.select([self.proto_in], [], [], STANDBY_IDLE_S)[0]:
+            return  # the next request came first
         if _thread._count():
             return
         try:
@@ -811,7 +815,7 @@ class Kernel:
             _write_frame(self.proto_out, reply)
             if self.retiring:
                 return
-            self.keep_standby()
+            self.keep_standby(req.get("type") == "fork")
 
 
 class _BadFrame(Exception):
