@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -61,12 +62,34 @@ class SandboxFamily {
     const auto& bound = sandbox_.readonlyDirs();
     return std::find(bound.begin(), bound.end(), *dir) != bound.end() ? *dir : "";
   }
+  // Moving a process between cgroups takes milliseconds (a global lock of the kernel's), so a
+  // fork moves into groups of its own beside its first cell. Until then it is in its parent's,
+  // and ending them would take it along: a member ends its groups only once no move is due.
+  std::future<CgroupRun> moveToOwnGroups(pid_t host_pid) {
+    {
+      std::lock_guard lock(moves_mu_);
+      ++moving_;
+    }
+    return std::async(std::launch::async, [this, host_pid] {
+      CgroupRun run = sandbox_.cgroupFor(host_pid);
+      std::lock_guard lock(moves_mu_);
+      if (--moving_ == 0) moves_done_.notify_all();
+      return run;
+    });
+  }
+  void waitForMoves() {
+    std::unique_lock lock(moves_mu_);
+    moves_done_.wait(lock, [this] { return moving_ == 0; });
+  }
 
  private:
   const Sandbox& sandbox_;
   Sandbox::Launched ns_;
   std::mutex mu_;
   FileMasks current_;  // launched with none
+  std::mutex moves_mu_;
+  std::condition_variable moves_done_;
+  int moving_ = 0;
 };
 
 // A kernel of a sandbox's family: what a session's kernel and its forks do alike.
@@ -91,12 +114,9 @@ class ForkedSandboxKernel : public SandboxMember {
   ForkedSandboxKernel(std::shared_ptr<SandboxFamily> family, UniqueFd conn, pid_t host_pid)
       : SandboxMember(std::move(family)), conn_(std::move(conn)), host_pid_(host_pid) {
     pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0)));
-    // Moving a process between cgroups takes milliseconds (a global lock of the kernel's):
-    // done beside its first cell rather than before it. What the fork starts in between
-    // stays in its parent's groups, and in its own process group, which kill() ends.
-    const Sandbox* sandbox = &family_->sandbox();
-    cgroup_ = std::async(std::launch::async,
-                         [sandbox, host_pid] { return sandbox->cgroupFor(host_pid); });
+    // What the fork starts before the move stays in its parent's groups, and in its own
+    // process group, which kill() ends.
+    cgroup_ = family_->moveToOwnGroups(host_pid);
   }
   ~ForkedSandboxKernel() override { kill(); }
   int stdinFd() const override { return conn_.get(); }
@@ -112,7 +132,9 @@ class ForkedSandboxKernel : public SandboxMember {
       ::kill(-host_pid_, SIGKILL);
       syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     }
-    if (cgroup_.valid()) cgroup_.get().reset();  // what it started, in its groups, ends too
+    // What it started, in its groups, ends too; not the forks still moving out of them.
+    family_->waitForMoves();
+    if (cgroup_.valid()) cgroup_.get().reset();
     pidfd_.reset();
     conn_.reset();
     family_.reset();

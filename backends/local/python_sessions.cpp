@@ -29,6 +29,7 @@ PythonSessions::~PythonSessions() {
   if (spare_.valid()) spare_.wait();
   sessions_.clear();
   templates_.clear();
+  sessions_template_.reset();
 }
 
 void PythonSessions::startSpare() {
@@ -51,6 +52,35 @@ Result<std::shared_ptr<PythonSessions::Session>> PythonSessions::named(const std
     it = sessions_.emplace(name, std::make_shared<Session>()).first;
   }
   return it->second;
+}
+
+Result<std::unique_ptr<PythonKernel>> PythonSessions::spareOrStart() {
+  Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
+  {
+    std::lock_guard lock(mu_);
+    kernel = takeSpare();
+  }
+  // A spare can fail to start or die while it waits (its container went away, the engine
+  // was unreachable for a moment): start one now instead.
+  if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
+  return kernel;
+}
+
+Result<std::unique_ptr<PythonKernel>> PythonSessions::newSessionKernel() {
+  if (options_.fork_sessions) {
+    std::lock_guard lock(sessions_template_mu_);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!sessions_template_ || !sessions_template_->alive() || sessions_template_->exited()) {
+        sessions_template_.reset();
+        BYD_ASSIGN_OR_RETURN(sessions_template_, spareOrStart());
+      }
+      auto forked = sessions_template_->fork();
+      if (forked.ok()) return forked;
+      spdlog::warn("python: a new session could not be forked: {}", forked.status().message());
+      sessions_template_.reset();
+    }
+  }
+  return spareOrStart();
 }
 
 void PythonSessions::reapIdle() {
@@ -84,16 +114,7 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   if (reset || !session->kernel || died) {
     run.revived = died && !reset;
     session->kernel.reset();
-    Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
-    {
-      std::lock_guard lock(mu_);
-      kernel = takeSpare();
-    }
-    // A spare can fail to start or die while it waits (its container went away, the engine
-    // was unreachable for a moment): start one now instead.
-    if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
-    if (!kernel.ok()) return kernel.status();
-    session->kernel = std::move(*kernel);
+    BYD_ASSIGN_OR_RETURN(session->kernel, newSessionKernel());
     run.new_session = true;
   }
   if (masks) {
@@ -152,15 +173,9 @@ Result<std::unique_ptr<PythonKernel>> PythonSessions::takeTemplate() {
       if (kernel->alive() && !kernel->exited()) return kernel;
     }
   }
-  Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
-  {
-    std::lock_guard lock(mu_);
-    kernel = takeSpare();
-  }
-  if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
-  if (!kernel.ok()) return kernel.status();
+  BYD_ASSIGN_OR_RETURN(std::unique_ptr<PythonKernel> kernel, spareOrStart());
   BYD_ASSIGN_OR_RETURN(std::vector<std::string> failed,
-                       (*kernel)->preload(splitList(options_.preload, ',')));
+                       kernel->preload(splitList(options_.preload, ',')));
   for (const std::string& why : failed) spdlog::warn("python preload: {}", why);
   return kernel;
 }

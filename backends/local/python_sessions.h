@@ -25,6 +25,10 @@ struct PythonOptions {
   // has chosen; none when installs are off).
   std::string package_index = "https://pypi.org/simple";
   std::string packages_dir;
+  // New sessions are forks of one kernel kept for that (it runs no cell): a fork, not an
+  // interpreter's start, and each in cgroups of its own. They then share its sandbox's /tmp
+  // and pid namespace. Off: each session is a kernel of its own, from the spare.
+  bool fork_sessions = false;
   // What a template kernel of isolated runs imports before its first run (comma-separated).
   std::string preload =
       "json,re,math,random,collections,itertools,functools,operator,string,datetime,decimal,"
@@ -70,6 +74,11 @@ class PythonSessions {
     std::chrono::steady_clock::time_point last_used;
   };
   Result<std::unique_ptr<PythonKernel>> takeSpare();
+  // The spare, or a kernel started now when there is none or it died while it waited.
+  Result<std::unique_ptr<PythonKernel>> spareOrStart();
+  // A kernel for a new session: a fork of the sessions' template (fork_sessions), else the
+  // spare's.
+  Result<std::unique_ptr<PythonKernel>> newSessionKernel();
   // An idle template, or a new one (a spare, with the preload imported).
   Result<std::unique_ptr<PythonKernel>> takeTemplate();
   void startSpare();
@@ -83,6 +92,8 @@ class PythonSessions {
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   std::future<Result<std::unique_ptr<PythonKernel>>> spare_;
   std::vector<std::unique_ptr<PythonKernel>> templates_;  // idle ones
+  std::mutex sessions_template_mu_;                       // one fork of it at a time
+  std::unique_ptr<PythonKernel> sessions_template_;
 };
 
 // Runs `request` in `sessions`: in its session, or isolated.

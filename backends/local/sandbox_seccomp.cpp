@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kDeniedSyscalls[] = {"ptrace",
                                            "process_vm_readv",
                                            "process_vm_writev",
+                                           "pidfd_getfd",  // another process's descriptors
                                            "mount",
                                            "umount2",
                                            "open_tree",

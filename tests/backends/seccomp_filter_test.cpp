@@ -49,6 +49,7 @@ std::vector<Probe> probes() {
        [](auto&) { return syscall(SYS_process_vm_readv, getpid(), nullptr, 0, nullptr, 0, 0); }},
       {"process_vm_writev", EPERM,
        [](auto&) { return syscall(SYS_process_vm_writev, getpid(), nullptr, 0, nullptr, 0, 0); }},
+      {"pidfd_getfd", EPERM, [](auto&) { return syscall(SYS_pidfd_getfd, -1, 0, 0); }},
       {"mount", EPERM,
        [](auto&) { return syscall(SYS_mount, nullptr, kMissing, nullptr, MS_REMOUNT, nullptr); }},
       {"umount2", EPERM, [](auto&) { return syscall(SYS_umount2, kMissing, 0); }},

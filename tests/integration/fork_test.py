@@ -104,6 +104,24 @@ class Fork(unittest.TestCase):
         sc = self.ok(code, session="f-rules2", fork_from="f-rules")
         self.assertEqual(sc["result"], "('PermissionError', 'open\\n')")
 
+    @unittest.skipIf("docker" in EXTRA, "Docker gives each session a container of its own")
+    def test_new_sessions_are_forks_of_one_template_and_start_clean(self):
+        probe = "(os.getpid(), os.getppid(), sorted(k for k in globals() if k[0] != '_'))"
+        self.ok("import os\nmarker = 1", session="n-one")
+        pid_one, ppid_one, names_one = eval(self.ok(probe, session="n-one")["result"])
+        pid_two, ppid_two, names_two = eval(self.ok("import os\n" + probe,
+                                                    session="n-two")["result"])
+        # Both forked from the same kernel, in its namespace (a kernel of its own would be
+        # the child of its namespace's init, process 1).
+        self.assertEqual(ppid_one, ppid_two)
+        self.assertNotEqual(ppid_one, 1)
+        self.assertNotEqual(pid_one, pid_two)
+        self.assertEqual(names_one, ["marker", "os"])
+        self.assertEqual(names_two, ["os"])  # nothing of the other session
+        # A reset session is a new fork, with nothing of its past.
+        r, sc = self.py("marker", session="n-one", reset=True)
+        self.assertEqual(sc["error"]["type"], "NameError", text(r))
+
     def test_refusals_name_what_is_wrong(self):
         r, _ = self.py("1", session="f-x", fork_from="no-such-session")
         self.assertTrue(r.get("isError"))

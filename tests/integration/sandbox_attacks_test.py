@@ -125,9 +125,10 @@ class SandboxAttacks(unittest.TestCase):
         self.assertLessEqual(descendants(self.client.proc.pid), baseline + 4)
 
     def test_flood_of_the_kernels_channel(self):
-        # A cell writes a header announcing 4 GiB, then 1.5 GB, to every pipe it may write
-        # (the kernel's channel among them). The server must not buffer it: the session ends
-        # with a clear error, the server's memory stays bounded, and a new session works.
+        # A cell writes a header announcing 4 GiB, then 1.5 GB, to every pipe and socket it
+        # may write (the kernel's channel among them: a pipe for a kernel of its own, a socket
+        # for a fork). The server must not buffer it: the session ends with a clear error, the
+        # server's memory stays bounded, and a new session works.
         code = (
             "import fcntl, os, stat, struct\n"
             "targets = []\n"
@@ -136,15 +137,19 @@ class SandboxAttacks(unittest.TestCase):
             "        st = os.fstat(fd)\n"
             "    except OSError:\n"
             "        continue\n"
-            "    if stat.S_ISFIFO(st.st_mode) and "
-            "fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
+            "    if stat.S_ISSOCK(st.st_mode) or (stat.S_ISFIFO(st.st_mode) and "
+            "fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY):\n"
             "        targets.append(fd)\n"
-            "for fd in targets:\n"
-            "    os.write(fd, struct.pack('>I', 0xFFFFFFF0))\n"
+            "def flood(data):\n"
+            "    for fd in list(targets):\n"
+            "        try:\n"
+            "            os.write(fd, data)\n"
+            "        except OSError:\n"
+            "            targets.remove(fd)\n"
+            "flood(struct.pack('>I', 0xFFFFFFF0))\n"
             "chunk = b'x' * (1 << 20)\n"
             "for _ in range(1500):\n"
-            "    for fd in targets:\n"
-            "        os.write(fd, chunk)\n")
+            "    flood(chunk)\n")
         r, _ = self.attack("run_python", {"code": code, "session": "flood", "timeout_s": 20},
                            budget_s=30)
         self.assertTrue(r.get("isError"), r)
