@@ -70,26 +70,22 @@ class AsUser {
 // processes (as the code's user: its own processes alone).
 class ContainerFamily {
  public:
-  ContainerFamily(std::function<void()> remove, std::function<Status(const FileMasks&)> masks,
+  ContainerFamily(std::function<void()> remove, SharedMasks::Apply masks,
                   std::function<void(const std::string&)> as_user)
-      : remove_(std::move(remove)), masks_(std::move(masks)), as_user_(std::move(as_user)) {}
+      : remove_(std::move(remove)),
+        masks_(std::make_shared<SharedMasks>(std::move(masks))),
+        as_user_(std::move(as_user)) {}
   ~ContainerFamily() { remove_(); }
-  Status setMasks(const FileMasks& masks) {
-    std::lock_guard lock(mu_);
-    if (masks == current_) return okStatus();
-    BYD_RETURN_IF_ERROR(masks_(masks));
-    current_ = masks;
-    return okStatus();
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) {
+    return masks_->hold(masks, cancel);
   }
   void asUser(const std::string& script) { as_user_(script); }
   std::string forkDir() const { return ForkRendezvous::dir().ok() ? kForkDir : ""; }
 
  private:
   std::function<void()> remove_;
-  std::function<Status(const FileMasks&)> masks_;
+  std::shared_ptr<SharedMasks> masks_;  // started with none
   std::function<void(const std::string&)> as_user_;
-  std::mutex mu_;
-  FileMasks current_;  // started with none
 };
 
 // A fork of a kernel of the container, on the connection it made to the server.
@@ -110,9 +106,9 @@ class ForkedContainerKernel : public KernelProcess {
     if (family_.use_count() > 1) family_->asUser("kill -KILL -- -" + pid_);  // its group
     family_.reset();
   }
-  Status setMasks(const FileMasks& masks) override {
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
     if (!family_) return failedPrecondition("the kernel has ended");
-    return family_->setMasks(masks);
+    return family_->holdMasks(masks, cancel);
   }
   std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
   Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t /*host_pid*/,
@@ -151,7 +147,10 @@ class ContainerKernel : public KernelProcess {
   int stdoutFd() const override { return out_r_.get(); }
   int stderrFd() const override { return err_r_.get(); }
   void interrupt() override { signal_(SIGINT); }
-  Status setMasks(const FileMasks& masks) override { return family_->setMasks(masks); }
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
+    if (killed_) return failedPrecondition("the kernel has ended");
+    return family_->holdMasks(masks, cancel);
+  }
   void kill() override {
     if (killed_.exchange(true)) return;
     // Its process group ends; the container with it, unless its forks live on there.

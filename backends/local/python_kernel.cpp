@@ -41,21 +41,19 @@ void writeAll(int fd, const char* data, size_t size) {
 class SandboxFamily {
  public:
   SandboxFamily(const Sandbox& sandbox, Sandbox::Launched ns)
-      : sandbox_(sandbox), ns_(std::move(ns)) {}
+      : sandbox_(sandbox),
+        ns_(std::move(ns)),
+        masks_(std::make_shared<SharedMasks>([this](const FileMasks& masks) {
+          if (!ns_.sock.valid()) return failedPrecondition("the kernel has ended");
+          return Sandbox::changeMasks(ns_, masks);
+        })) {}
   ~SandboxFamily() {
     Sandbox::signal(ns_, SIGKILL);
     ns_.close();
   }
   const Sandbox& sandbox() const { return sandbox_; }
   const Sandbox::Launched& ns() const { return ns_; }
-  Status setMasks(const FileMasks& masks) {
-    std::lock_guard lock(mu_);
-    if (masks == current_) return okStatus();
-    if (!ns_.sock.valid()) return failedPrecondition("the kernel has ended");
-    BYD_RETURN_IF_ERROR(Sandbox::changeMasks(ns_, masks));
-    current_ = masks;
-    return okStatus();
-  }
+  SharedMasks& masks() { return *masks_; }
   std::string forkDir() const {
     auto dir = ForkRendezvous::dir();
     if (!dir.ok()) return "";
@@ -85,8 +83,7 @@ class SandboxFamily {
  private:
   const Sandbox& sandbox_;
   Sandbox::Launched ns_;
-  std::mutex mu_;
-  FileMasks current_;  // launched with none
+  std::shared_ptr<SharedMasks> masks_;  // launched with none
   std::mutex moves_mu_;
   std::condition_variable moves_done_;
   int moving_ = 0;
@@ -96,9 +93,9 @@ class SandboxFamily {
 class SandboxMember : public KernelProcess {
  public:
   explicit SandboxMember(std::shared_ptr<SandboxFamily> family) : family_(std::move(family)) {}
-  Status setMasks(const FileMasks& masks) override {
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
     if (!family_) return failedPrecondition("the kernel has ended");
-    return family_->setMasks(masks);
+    return family_->masks().hold(masks, cancel);
   }
   std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
   Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t host_pid, int pid) override;
@@ -208,11 +205,12 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   return attach(std::make_unique<SandboxKernel>(sandbox, std::move(*launched)));
 }
 
-Status PythonKernel::setMasks(std::shared_ptr<const FileMasks> masks) {
+Result<SharedMasks::Hold> PythonKernel::holdMasks(const FileMasks& masks,
+                                                  const CancelToken* cancel) {
   if (!alive_) return failedPrecondition("the Python kernel is gone");
-  Status s = proc_->setMasks(*masks);
-  if (!s.ok()) kill();
-  return s;
+  auto hold = proc_->holdMasks(masks, cancel);
+  if (!hold.ok() && hold.status().code() != Code::kCancelled) kill();
+  return hold;
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::attach(std::unique_ptr<KernelProcess> process) {

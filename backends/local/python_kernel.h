@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/local/sandbox.h"
+#include "backends/local/shared_masks.h"
 #include "common/cancel.h"
 #include "common/result.h"
 
@@ -28,10 +29,13 @@ class KernelProcess {
   virtual int stderrFd() const = 0;  // its stray output
   virtual void interrupt() = 0;      // SIGINT to the kernel: KeyboardInterrupt in the cell
   virtual void kill() = 0;           // ends the kernel and everything it started
-  // Makes what the kernel sees of the workspace `masks` (see workspace_index.h); an error
-  // ends the kernel. Where nothing can be masked, any mask is an error.
-  virtual Status setMasks(const FileMasks& masks) {
-    return masks.empty() ? okStatus() : unimplemented("this kernel's files cannot be masked");
+  // Makes what the kernel sees of the workspace `masks` (see workspace_index.h) for a cell,
+  // and keeps it so while the hold lives (kernels sharing a namespace share its masks: see
+  // shared_masks.h). Where nothing can be masked, any mask is an error.
+  virtual Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) {
+    (void)cancel;
+    if (!masks.empty()) return unimplemented("this kernel's files cannot be masked");
+    return SharedMasks::Hold();
   }
   // Forks (PythonKernel::fork): where the server's rendezvous directory (fork_rendezvous.h)
   // is, as the kernel sees it ("": this kernel cannot fork), and the process of a fork that
@@ -78,8 +82,9 @@ class PythonKernel {
   Result<std::unique_ptr<PythonKernel>> fork();
   // Imports `modules` into this kernel (a template); the ones that failed, with why.
   Result<std::vector<std::string>> preload(const std::vector<std::string>& modules);
-  // See KernelProcess::setMasks (which knows what is in force: the same masks cost nothing).
-  Status setMasks(std::shared_ptr<const FileMasks> masks);
+  // See KernelProcess::holdMasks (which knows what is in force: the same masks cost nothing).
+  // An error other than a cancelled wait ends the kernel.
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel);
   bool alive() const { return alive_; }
   // The kernel's process has gone (its output pipe hung up), without being asked: a spare
   // that died while it waited.

@@ -117,11 +117,14 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
     BYD_ASSIGN_OR_RETURN(session->kernel, newSessionKernel());
     run.new_session = true;
   }
+  SharedMasks::Hold view;
   if (masks) {
-    if (Status s = session->kernel->setMasks(std::move(masks)); !s.ok()) {
-      session->kernel.reset();  // it was ended: the next call starts afresh
-      return s;
+    auto held = session->kernel->holdMasks(*masks, &cancel);
+    if (!held.ok()) {
+      if (!session->kernel->alive()) session->kernel.reset();  // the next call starts afresh
+      return held.status();
     }
+    view = std::move(*held);
   }
   BYD_ASSIGN_OR_RETURN(run.outcome, session->kernel->exec(code, timeout, max_output, cancel));
   session->last_used = std::chrono::steady_clock::now();
@@ -184,7 +187,10 @@ Result<PythonSessions::Run> PythonSessions::runIsolated(const PythonKernel::Isol
                                                         const CancelToken& cancel,
                                                         std::shared_ptr<const FileMasks> masks) {
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<PythonKernel> kernel, takeTemplate());
-  if (masks) BYD_RETURN_IF_ERROR(kernel->setMasks(std::move(masks)));
+  SharedMasks::Hold view;
+  if (masks) {
+    BYD_ASSIGN_OR_RETURN(view, kernel->holdMasks(*masks, &cancel));
+  }
   Run run;
   BYD_ASSIGN_OR_RETURN(run.outcome, kernel->runIsolated(isolated, cancel));
   // A run cannot change its template, but it can end it (kill its parent), or leave what the
