@@ -199,9 +199,9 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   // Where a session's forks reach the server (fork_rendezvous.h).
   if (auto forks = ForkRendezvous::dir(); options.isolate && forks.ok()) {
     options.readonly.push_back(*forks);
-    python.fork_sessions = true;  // new sessions are forks too (PythonOptions)
   } else if (options.isolate) {
     spdlog::warn("run_python sessions cannot fork: {}", forks.status().message());
+    python.fork_sessions = false;
   }
   if (!python.packages_dir.empty() &&
       !guard.ruleset().alwaysDenied(permissions::Operation::kInstall)) {

@@ -314,6 +314,19 @@ std::vector<Setting> makeTable() {
          return std::chrono::duration_cast<std::chrono::minutes>(c.python.idle).count();
        },
        [](Config& c, const json& v) { c.python.idle = std::chrono::minutes(v.get<int64_t>()); }},
+      {"python_new_sessions",
+       "--python-new-sessions",
+       T::kChoice,
+       "sandbox|fork",
+       "how a new run_python session starts on Local: sandbox (a kernel in namespaces of its "
+       "own, from a spare started ahead) or fork (a fork of one template kernel, a few ms, in "
+       "a sandbox the connection's sessions share: they see each other's /tmp and processes)",
+       {"sandbox", "fork"},
+       0,
+       0,
+       nullptr,
+       [](const Config& c) -> json { return c.python.fork_sessions ? "fork" : "sandbox"; },
+       [](Config& c, const json& v) { c.python.fork_sessions = v.get<std::string>() == "fork"; }},
       {"python_preload",
        "--python-preload",
        T::kString,

@@ -27,7 +27,8 @@ struct PythonOptions {
   std::string packages_dir;
   // New sessions are forks of one kernel kept for that (it runs no cell): a fork, not an
   // interpreter's start, and each in cgroups of its own. They then share its sandbox's /tmp
-  // and pid namespace. Off: each session is a kernel of its own, from the spare.
+  // and pid namespace, and take turns where their cells' file masks differ (shared_masks.h).
+  // Off (the default): each session is a kernel in a sandbox of its own, from the spare.
   bool fork_sessions = false;
   // What a template kernel of isolated runs imports before its first run (comma-separated).
   std::string preload =

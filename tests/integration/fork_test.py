@@ -104,23 +104,18 @@ class Fork(unittest.TestCase):
         sc = self.ok(code, session="f-rules2", fork_from="f-rules")
         self.assertEqual(sc["result"], "('PermissionError', 'open\\n')")
 
-    @unittest.skipIf("docker" in EXTRA, "Docker gives each session a container of its own")
-    def test_new_sessions_are_forks_of_one_template_and_start_clean(self):
-        probe = "(os.getpid(), os.getppid(), sorted(k for k in globals() if k[0] != '_'))"
-        self.ok("import os\nmarker = 1", session="n-one")
-        pid_one, ppid_one, names_one = eval(self.ok(probe, session="n-one")["result"])
-        pid_two, ppid_two, names_two = eval(self.ok("import os\n" + probe,
-                                                    session="n-two")["result"])
-        # Both forked from the same kernel, in its namespace (a kernel of its own would be
-        # the child of its namespace's init, process 1).
-        self.assertEqual(ppid_one, ppid_two)
-        self.assertNotEqual(ppid_one, 1)
-        self.assertNotEqual(pid_one, pid_two)
-        self.assertEqual(names_one, ["marker", "os"])
-        self.assertEqual(names_two, ["os"])  # nothing of the other session
-        # A reset session is a new fork, with nothing of its past.
-        r, sc = self.py("marker", session="n-one", reset=True)
-        self.assertEqual(sc["error"]["type"], "NameError", text(r))
+    def test_new_sessions_have_sandboxes_of_their_own_by_default(self):
+        probe = ("import os\n"
+                 "(os.getpid(), sorted(p for p in os.listdir('/proc') if p.isdigit()), "
+                 "sorted(os.listdir('/tmp')))")
+        self.ok("open('/tmp/only-mine', 'w').write('a')", session="own-a")
+        _, _, tmp_a = eval(self.ok(probe, session="own-a")["result"])
+        pid_b, procs_b, tmp_b = eval(self.ok(probe, session="own-b")["result"])
+        self.assertIn("only-mine", tmp_a)
+        self.assertNotIn("only-mine", tmp_b)
+        if "docker" not in EXTRA:
+            # Nothing of a's in b's pid namespace: its init and b's kernel alone.
+            self.assertEqual(procs_b, ["1", str(pid_b)])
 
     def test_refusals_name_what_is_wrong(self):
         r, _ = self.py("1", session="f-x", fork_from="no-such-session")
@@ -141,6 +136,55 @@ class Fork(unittest.TestCase):
         # Forking onto an existing name replaces that session.
         sc = self.ok("v", session="f-g", fork_from="f-r")
         self.assertEqual(sc["result"], "['root']")
+
+
+@unittest.skipIf("docker" in EXTRA, "Docker gives each session a container of its own")
+class ForkedNewSessions(unittest.TestCase):
+    """--python-new-sessions fork: each new session is a fork of one template kernel."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-fork-new-")
+        os.chmod(cls.tmp.name, 0o777)
+        cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
+                            "--python-new-sessions", "fork", *EXTRA)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.client.close()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+    def ok(self, code, **args):
+        r = self.client.call("run_python", code=code, **args)
+        self.assertFalse(r.get("isError"), text(r))
+        return r["structuredContent"]
+
+    def test_new_sessions_are_forks_of_one_template_and_start_clean(self):
+        probe = "(os.getpid(), os.getppid(), sorted(k for k in globals() if k[0] != '_'))"
+        self.ok("import os\nmarker = 1", session="n-one")
+        pid_one, ppid_one, names_one = eval(self.ok(probe, session="n-one")["result"])
+        pid_two, ppid_two, names_two = eval(self.ok("import os\n" + probe,
+                                                    session="n-two")["result"])
+        # Both forked from the same kernel, in its namespace (a kernel of its own would be
+        # the child of its namespace's init, process 1).
+        self.assertEqual(ppid_one, ppid_two)
+        self.assertNotEqual(ppid_one, 1)
+        self.assertNotEqual(pid_one, pid_two)
+        self.assertEqual(names_one, ["marker", "os"])
+        self.assertEqual(names_two, ["os"])  # nothing of the other session
+        # A reset session is a new fork, with nothing of its past.
+        r = self.client.call("run_python", code="marker", session="n-one", reset=True)
+        self.assertEqual(r["structuredContent"]["error"]["type"], "NameError", text(r))
+
+    def test_each_has_its_own_limits_and_dies_alone(self):
+        self.ok("x = 'kept'", session="n-calm")
+        r = self.client.call("run_python", session="n-hog",
+                             code="b = bytearray(3 << 30)\nb[::4096] = b'x' * len(b[::4096])")
+        sc = r["structuredContent"]
+        self.assertTrue(sc["error"] is not None or sc["state_lost"], text(r))
+        self.assertEqual(self.ok("x", session="n-calm")["result"], "'kept'")
+        self.assertEqual(self.ok("'again'", session="n-hog")["result"], "'again'")
 
 
 if __name__ == "__main__":

@@ -103,12 +103,14 @@ class ElicitingClient(Client):
 
 
 def binary_and_backend(argv):
-    """Takes the server binary and any `--backend NAME`, `--runtime NAME` and `--image NAME` off
-    the front of `argv` (leaving the rest to unittest): (binary, extra server arguments). The
-    Docker backend gets the locally built test image unless another is named."""
+    """Takes the server binary and any `--backend NAME`, `--runtime NAME`, `--image NAME` and
+    `--python-new-sessions HOW` off the front of `argv` (leaving the rest to unittest): (binary,
+    extra server arguments). The Docker backend gets the locally built test image unless
+    another is named."""
     binary = argv.pop(1) if len(argv) > 1 else "build/backyard-mcp"
     extra = []
-    while len(argv) > 2 and argv[1] in ("--backend", "--runtime", "--image"):
+    while len(argv) > 2 and argv[1] in ("--backend", "--runtime", "--image",
+                                        "--python-new-sessions"):
         extra += [argv.pop(1), argv.pop(1)]
     if "docker" in extra and os.environ.get("BYD_DOCKER_TESTS") != "1":
         print("skipped: BYD_DOCKER_TESTS=1 is not set (no Docker engine set up for tests)")
