@@ -7,37 +7,30 @@ Usage: fork_test.py BINARY [--backend docker --runtime runc|runsc]
 
 import os
 import sys
-import tempfile
 import json
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Client, binary_and_backend, text  # noqa: E402
+from mcp_client import ServerCase, binary_and_backend, text  # noqa: E402
 
 BINARY, EXTRA = binary_and_backend(sys.argv)
 
 
-class Fork(unittest.TestCase):
+class Fork(ServerCase):
+    BINARY = BINARY
+    PREFIX = "byd-fork-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-fork-")
-        os.chmod(cls.tmp.name, 0o777)
-        with open(os.path.join(cls.tmp.name, ".env"), "w") as f:
+    def server_args(cls):
+        return ["--ruleset", "permissive", "--python-sessions", "32", *EXTRA]
+
+    @classmethod
+    def prepare(cls, workspace):
+        with open(os.path.join(workspace, ".env"), "w") as f:
             f.write("TOKEN=hidden\n")
-        with open(os.path.join(cls.tmp.name, "notes.txt"), "w") as f:
+        with open(os.path.join(workspace, "notes.txt"), "w") as f:
             f.write("open\n")
-        cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
-                            "--python-sessions", "32", *EXTRA)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.client.close()
-        cls.tmp.cleanup()
-        assert code == 0, f"server exit code {code}"
-
-    def tearDown(self):
-        self.assertTrue(self.client.ping())
 
     def py(self, code, **args):
         r = self.client.call("run_python", code=code, **args)
@@ -139,21 +132,15 @@ class Fork(unittest.TestCase):
 
 
 @unittest.skipIf("docker" in EXTRA, "Docker gives each session a container of its own")
-class ForkedNewSessions(unittest.TestCase):
+class ForkedNewSessions(ServerCase):
     """--python-new-sessions fork: each new session is a fork of one template kernel."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-fork-new-")
-        os.chmod(cls.tmp.name, 0o777)
-        cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
-                            "--python-new-sessions", "fork", *EXTRA)
+    BINARY = BINARY
+    PREFIX = "byd-fork-new-"
 
     @classmethod
-    def tearDownClass(cls):
-        code = cls.client.close()
-        cls.tmp.cleanup()
-        assert code == 0, f"server exit code {code}"
+    def server_args(cls):
+        return ["--ruleset", "permissive", "--python-new-sessions", "fork", *EXTRA]
 
     def ok(self, code, **args):
         r = self.client.call("run_python", code=code, **args)

@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Client, binary_and_backend, text  # noqa: E402
+from mcp_client import ServerCase, binary_and_backend, text  # noqa: E402
 
 BINARY, EXTRA = binary_and_backend(sys.argv)
 
@@ -33,24 +33,19 @@ procs = [p for p in os.listdir('/proc') if p.isdigit() and os.stat(f'/proc/{p}')
 """
 
 
-class Isolated(unittest.TestCase):
+class Isolated(ServerCase):
+    BINARY = BINARY
+    PREFIX = "byd-iso-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-iso-")
-        os.chmod(cls.tmp.name, 0o777)
+    def server_args(cls):
         cls.packages = tempfile.TemporaryDirectory(prefix="byd-iso-pk-")
-        cls.client = Client(BINARY, "--root", cls.tmp.name, "--ruleset", "permissive",
-                            "--python-packages", cls.packages.name, *EXTRA)
+        return ["--ruleset", "permissive", "--python-packages", cls.packages.name, *EXTRA]
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.client.close()
-        cls.tmp.cleanup()
+        super().tearDownClass()
         cls.packages.cleanup()
-        assert code == 0, f"server exit code {code}"
-
-    def tearDown(self):
-        self.assertTrue(self.client.ping())
 
     def iso(self, code, **args):
         r = self.client.call("run_python", code=code, isolated=True, **args)

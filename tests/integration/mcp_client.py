@@ -6,7 +6,9 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import time
+import unittest
 
 
 class Client:
@@ -122,3 +124,37 @@ def binary_and_backend(argv):
 
 def text(result):
     return result["content"][0]["text"]
+
+
+class ServerCase(unittest.TestCase):
+    """Tests that share one server: it serves a temporary workspace (mode 0777, for the
+    sandbox's user) with `server_args()`, after `prepare(workspace)` has filled it; each test
+    ends with a ping, and the class with the server's exit code checked. Subclasses set
+    BINARY."""
+
+    BINARY = None
+    PREFIX = "byd-test-"
+
+    @classmethod
+    def server_args(cls):
+        return ["--ruleset", "permissive"]
+
+    @classmethod
+    def prepare(cls, workspace):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix=cls.PREFIX)
+        os.chmod(cls.tmp.name, 0o777)
+        cls.prepare(cls.tmp.name)
+        cls.client = Client(cls.BINARY, "--root", cls.tmp.name, *cls.server_args())
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.client.close()
+        cls.tmp.cleanup()
+        assert code == 0, f"server exit code {code}"
+
+    def tearDown(self):
+        self.assertTrue(self.client.ping())
