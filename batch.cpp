@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -24,10 +23,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
-#include "common/text.h"
 #include "config.h"
 #include "permissions/guard.h"
 #include "session_factory.h"
+#include "tools/python_result.h"
 
 namespace byd {
 namespace {
@@ -97,22 +96,9 @@ Result<PythonRequest> runOf(const json& line, int64_t max_timeout_s) {
 }
 
 json resultLine(const json& id, const PythonResult& r) {
-  json error = nullptr;
-  if (r.has_error) {
-    error = {{"type", r.error_type}, {"message", r.error_message}, {"traceback", r.traceback}};
-  } else if (r.state_lost) {
-    error = {{"type", "RunKilled"},
-             {"message", "the run did not stop at the timeout; it was killed with its template"},
-             {"traceback", ""}};
-  }
-  return {{"id", id},
-          {"stdout", repairUtf8(r.stdout_data)},
-          {"stderr", repairUtf8(r.stderr_data)},
-          {"result", r.result ? json(repairUtf8(*r.result)) : json(nullptr)},
-          {"error", error},
-          {"timed_out", r.timed_out},
-          {"truncated", r.truncated},
-          {"duration_ms", std::round(r.duration_ms * 100) / 100}};
+  json line = pythonRunJson(r, /*isolated=*/true);
+  line["id"] = id;
+  return line;
 }
 
 json badLine(const json& id, size_t number, const std::string& why) {

@@ -318,9 +318,10 @@ std::vector<Setting> makeTable() {
        "--python-new-sessions",
        T::kChoice,
        "sandbox|fork",
-       "how a new run_python session starts on Local: sandbox (a kernel in namespaces of its "
-       "own, from a spare started ahead) or fork (a fork of one template kernel, a few ms, in "
-       "a sandbox the connection's sessions share: they see each other's /tmp and processes)",
+       "how a new run_python session starts: sandbox (a kernel in namespaces, or a container, "
+       "of its own, from a spare started ahead) or fork (a fork of one template kernel, a few "
+       "ms, in a sandbox or container the connection's sessions share: they see each other's "
+       "/tmp and processes)",
        {"sandbox", "fork"},
        0,
        0,

@@ -2,17 +2,19 @@
 """Forking a run_python session that holds 100 MB of objects (`fork_from`), on each backend.
 
     /usr/bin/python3 bench/fork_session.py [--binary build/backyard-mcp] [--forks N]
-        [--backend local|local-fork-sessions|docker-runc|docker-runsc]... [--image IMG]
+        [--backend BACKEND]... [--image IMG]
+
+BACKEND: local, docker-runc or docker-runsc, each also with -fork-sessions
+(`--python-new-sessions fork`).
 
 For each backend, one server over stdio: session `base` builds about 100 MB of Python objects
 (its resident size is printed), then N calls each start a new session as a fork of `base` and
 run `0` there, back to back and then 50 ms apart (a rollout's own work between forks, say).
 Then N calls each start a brand-new session (no `fork_from`) and run `0` there, spaced alike:
-on Local a kernel in a sandbox of its own, from the spare (local-fork-sessions: a fork of the
-sessions' template, `--python-new-sessions fork`), on Docker a kernel in a container of its
-own. The reference, in the same server and run and spaced alike, is
-a call running `0` in `base`: a fork's or a new session's own cost is the difference (target:
-under 5 ms). Also printed: the time of the first cell of the server's first session. The
+a kernel in a sandbox (Local) or container (Docker) of its own, from the spare, or with
+-fork-sessions a fork of the sessions' template. The reference, in the same server and run
+and spaced alike, is a call running `0` in `base`: a fork's or a new session's own cost is
+the difference (target: under 5 ms). Also printed: the time of the first cell of the server's first session. The
 Docker backends need a running engine and the image (scripts/docker-setup).
 """
 
@@ -29,6 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stdio_server import StdioServer  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FORK_SESSIONS = "-fork-sessions"
+BACKENDS = [base + fork for base in ("local", "docker-runc", "docker-runsc")
+            for fork in ("", FORK_SESSIONS)]
 THINK_S = 0.05  # between spaced forks: a rollout's own work, say
 BUILD = """
 objects = [str(i) * 8 for i in range(600_000)] + [list(range(20)) for _ in range(120_000)]
@@ -45,8 +50,9 @@ def ms(fn):
 def bench(binary, backend, forks, workspace, image):
     args = ["--root", workspace, "--ruleset", "permissive", "--log-level", "off",
             "--python-sessions", str(4 * forks + 8)]
-    if backend == "local-fork-sessions":
+    if backend.endswith(FORK_SESSIONS):
         args += ["--python-new-sessions", "fork"]
+        backend = backend[:-len(FORK_SESSIONS)]
     if backend.startswith("docker-"):
         args += ["--backend", "docker", "--runtime", backend.split("-", 1)[1], "--image", image]
     server = StdioServer(binary, *args)
@@ -86,9 +92,9 @@ def main():
     ap.add_argument("--forks", type=int, default=8)
     ap.add_argument("--image", default="backyard-mcp/python:bookworm")
     ap.add_argument("--backend", action="append",
-                    choices=["local", "local-fork-sessions", "docker-runc", "docker-runsc"])
+                    choices=BACKENDS)
     args = ap.parse_args()
-    backends = args.backend or ["local", "local-fork-sessions", "docker-runc", "docker-runsc"]
+    backends = args.backend or BACKENDS
     docker_up = shutil.which("docker") and subprocess.run(
         ["docker", "info"], capture_output=True).returncode == 0
     print(f"fork of a session holding ~100 MB of objects, {args.forks} forks each way, "

@@ -110,6 +110,55 @@ class RulesetFileRules : public FileRules {
   const AskFallback fallback_;
 };
 
+// What a line's parts say together: allowed until one asks (the first ask is the one shown),
+// with what "for the rest of this session" would cover of every ask, where each can be.
+struct LineVerdict {
+  Decision combined{Action::kAllow, "every command allowed", "", ""};
+  std::vector<SessionGrant> offered;
+  bool all_offered = true;
+
+  void ask(const Decision& d, std::optional<SessionGrant> grant) {
+    if (grant) {
+      offered.push_back(std::move(*grant));
+    } else {
+      all_offered = false;
+    }
+    if (combined.action == Action::kAllow) combined = d;
+  }
+};
+
+// The install rules on what `command`, a pip install, installs: a denial, or nothing (what
+// asks is added to `verdict`; what a grant covers sets `granted`).
+std::optional<Decision> judgeInstall(const Ruleset& rules, const SimpleCommand& command,
+                                     const PipInstall& pip, const SessionGrants* grants,
+                                     bool* granted, LineVerdict& verdict) {
+  const std::string what = "'" + shorten(command.text()) + "' installs ";
+  for (const std::string& name : pip.names) {
+    Decision install = rules.decide(Operation::kInstall, name);
+    install.description = reasonOf(install) + " (" + what + name + ")";
+    if (install.action == Action::kDeny) return install;
+    if (install.action != Action::kAsk) continue;
+    if (grants != nullptr && grants->covers(Operation::kInstall, name)) {
+      if (granted != nullptr) *granted = true;
+      continue;
+    }
+    verdict.ask(install, SessionGrant::forTarget(Operation::kInstall, name));
+  }
+  for (const std::string& from : pip.unknown) {
+    // Unknown names: allowed where every install is, denied where every one is, else asked.
+    if (rules.alwaysAllowed(Operation::kInstall)) continue;
+    if (rules.alwaysDenied(Operation::kInstall)) {
+      const Decision any = rules.decide(Operation::kInstall, "*");
+      return Decision{Action::kDeny, any.source, reasonOf(any) + " (" + what + "from " + from + ")",
+                      any.pattern};
+    }
+    verdict.ask(
+        {Action::kAsk, "what pip installs is known only when it runs", what + "from " + from, ""},
+        std::nullopt);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Guard::Guard(Ruleset rules, AskFallback fallback)
@@ -163,20 +212,9 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     }
     if (split.commands.empty()) split.commands.push_back({{}, words, 0, {}});
   }
-  Decision combined{Action::kAllow, "every command allowed", "", ""};
+  LineVerdict verdict;
+  Decision& combined = verdict.combined;
   bool judged = false;
-  std::vector<SessionGrant> offered;
-  bool all_offered = true;
-  // An ask that a grant covers is allowed; otherwise it is remembered, with what "for the rest
-  // of this session" would cover of it.
-  const auto ask = [&](const Decision& d, std::optional<SessionGrant> grant) {
-    if (grant) {
-      offered.push_back(std::move(*grant));
-    } else {
-      all_offered = false;
-    }
-    if (combined.action == Action::kAllow) combined = d;
-  };
   for (const SimpleCommand& command : split.commands) {
     if (command.words.empty() &&
         std::none_of(command.assignments.begin(), command.assignments.end(),
@@ -191,38 +229,14 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
     }
     if (auto pip = pipInstallOf(command.words)) {
       // What it installs is judged by the install rules too.
-      for (const std::string& name : pip->names) {
-        Decision install = rules_.decide(Operation::kInstall, name);
-        install.description =
-            reasonOf(install) + " ('" + shorten(command.text()) + "' installs " + name + ")";
-        if (install.action == Action::kDeny) return install;
-        if (install.action != Action::kAsk) continue;
-        if (grants != nullptr && grants->covers(Operation::kInstall, name)) {
-          if (granted != nullptr) *granted = true;
-          continue;
-        }
-        ask(install, SessionGrant::forTarget(Operation::kInstall, name));
-      }
-      for (const std::string& what : pip->unknown) {
-        // Unknown names: allowed where every install is, denied where every one is, else asked.
-        if (rules_.alwaysAllowed(Operation::kInstall)) continue;
-        if (rules_.alwaysDenied(Operation::kInstall)) {
-          const Decision any = rules_.decide(Operation::kInstall, "*");
-          return {Action::kDeny, any.source,
-                  reasonOf(any) + " ('" + shorten(command.text()) + "' installs from " + what + ")",
-                  any.pattern};
-        }
-        all_offered = false;
-        if (combined.action == Action::kAllow) {
-          combined = {Action::kAsk, "what pip installs is known only when it runs",
-                      "'" + shorten(command.text()) + "' installs from " + what, ""};
-        }
+      if (auto denied = judgeInstall(rules_, command, *pip, grants, granted, verdict)) {
+        return *denied;
       }
     }
     if (!command.unknown.empty()) {
       // Deny rules matched its text; nothing else can be said of it before it runs. (Only the
       // first ask is shown, so only its position is worked out.)
-      all_offered = false;
+      verdict.all_offered = false;
       if (combined.action == Action::kAllow) {
         combined = {Action::kAsk, "what it runs is known only when the line runs",
                     "'" + shorten(command.text()) + "' (" +
@@ -240,7 +254,7 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
                    shorten(command.text()));
       continue;
     }
-    ask(d, plain ? SessionGrant::forCommand(command) : std::optional<SessionGrant>());
+    verdict.ask(d, plain ? SessionGrant::forCommand(command) : std::optional<SessionGrant>());
   }
   for (const FileAccess& file : split.files) {
     judged = true;
@@ -264,19 +278,19 @@ Decision Guard::decideCommand(std::string_view line, const Env& env, const Sessi
         continue;
       }
       if (combined.action == Action::kAllow) d.description = reasonOf(d) + " (" + where() + ")";
-      ask(d, SessionGrant::forTarget(op, key));
+      verdict.ask(d, SessionGrant::forTarget(op, key));
     }
   }
   if (!judged && split.certain) return rules_.decide(Operation::kExecute, "");
   if (!split.certain) {
-    all_offered = false;
+    verdict.all_offered = false;
     if (combined.action == Action::kAllow) {
       combined = {Action::kAsk, "some of what the line runs cannot be seen before it runs",
                   split.reason, ""};
     }
   }
-  if (offer != nullptr && combined.action == Action::kAsk && all_offered) {
-    *offer = std::move(offered);
+  if (offer != nullptr && combined.action == Action::kAsk && verdict.all_offered) {
+    *offer = std::move(verdict.offered);
   }
   return combined;
 }

@@ -1,8 +1,6 @@
 // run_python: code in a persistent CPython session, like a notebook cell.
 
-#include <cmath>
-
-#include "common/text.h"
+#include "tools/python_result.h"
 #include "tools/tool.h"
 
 namespace byd {
@@ -87,31 +85,12 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
 
   ToolOutput out;
   out.text = describe(r, req.session);
-  json error = nullptr;
-  if (r.has_error) {
-    error = {{"type", r.error_type}, {"message", r.error_message}, {"traceback", r.traceback}};
-    if (!r.install_error.empty()) error["install_error"] = r.install_error;
-  } else if (r.state_lost && req.isolated) {
-    error = {{"type", "RunKilled"},
-             {"message", "the run did not stop at the timeout; it was killed with its template"},
-             {"traceback", ""}};
-  } else if (r.state_lost) {
-    error = {{"type", "SessionLost"},
-             {"message", "the code did not stop at the timeout; the session was killed"},
-             {"traceback", ""}};
-  }
-  out.structured = {{"session", req.session},
-                    {"stdout", repairUtf8(r.stdout_data)},
-                    {"stderr", repairUtf8(r.stderr_data)},
-                    {"result", r.result ? json(repairUtf8(*r.result)) : json(nullptr)},
-                    {"error", error},
-                    {"timed_out", r.timed_out},
-                    {"state_lost", r.state_lost},
-                    {"new_session", r.new_session},
-                    {"forked_from", r.forked_from.empty() ? json(nullptr) : json(r.forked_from)},
-                    {"truncated", r.truncated},
-                    {"installed", r.installed},
-                    {"duration_ms", std::round(r.duration_ms * 100) / 100}};
+  out.structured = pythonRunJson(r, req.isolated);
+  out.structured["session"] = req.session;
+  out.structured["state_lost"] = r.state_lost;
+  out.structured["new_session"] = r.new_session;
+  out.structured["forked_from"] = r.forked_from.empty() ? json(nullptr) : json(r.forked_from);
+  out.structured["installed"] = r.installed;
   for (const std::string& png : r.png_images) {
     out.extra_content.push_back({{"type", "image"}, {"data", png}, {"mimeType", "image/png"}});
   }

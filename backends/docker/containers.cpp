@@ -169,7 +169,17 @@ std::string DockerBackend::containerId() const {
   return container_;
 }
 
-Result<std::string> DockerBackend::createContainer(const std::string& runtime, Naming naming) {
+Result<int> DockerBackend::engineCpus() {
+  std::lock_guard lock(engine_mu_);
+  if (cpus_) return *cpus_;
+  BYD_ASSIGN_OR_RETURN(json info, client_.request("GET", "/info"));
+  const json ncpu = info.is_object() ? info.value("NCPU", json()) : json();
+  cpus_ = ncpu.is_number_integer() ? ncpu.get<int>() : 0;
+  return *cpus_;
+}
+
+Result<std::string> DockerBackend::createContainer(const std::string& runtime, Naming naming,
+                                                   int share) {
   const bool named = naming == Naming::kNamed;
   auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
   if (!image.ok()) {
@@ -237,6 +247,12 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
            std::to_string(kProxyPort)};
     if (runtime == "runsc") warnWithoutHostSockets();
   }
+  auto scaled = [share](int64_t limit) { return limit > 0 ? limit * share : limit; };  // 0: none
+  double cpus = options_.cpus;
+  if (share > 1) {
+    BYD_ASSIGN_OR_RETURN(const int engine_cpus, engineCpus());
+    cpus = std::max(cpus, std::min(cpus * share, static_cast<double>(engine_cpus)));
+  }
   json security = {"no-new-privileges", "seccomp=" + seccomp};
   // The engine's AppArmor profile refuses every mount, those of the masks too; runc's
   // containers go without it (gVisor applies none).
@@ -256,13 +272,13 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
       {"SecurityOpt", std::move(security)},
       {"ReadonlyRootfs", true},
       {"Tmpfs",
-       {{"/tmp", "rw,nosuid,nodev,size=256m"},
+       {{"/tmp", "rw,nosuid,nodev,size=" + std::to_string(256 * share) + "m"},
         // Where the masks' placeholders are made; root's alone.
         {enter::kMaskSource, "rw,nosuid,nodev,noexec,size=1m,mode=0700"}}},
-      {"Memory", options_.memory_bytes},
-      {"MemorySwap", options_.memory_bytes},
-      {"NanoCpus", static_cast<int64_t>(options_.cpus * 1e9)},
-      {"PidsLimit", options_.pids},
+      {"Memory", scaled(options_.memory_bytes)},
+      {"MemorySwap", scaled(options_.memory_bytes)},
+      {"NanoCpus", static_cast<int64_t>(cpus * 1e9)},
+      {"PidsLimit", scaled(options_.pids)},
       {"Ulimits", std::move(ulimits)},
       {"Init", true},
       {"Runtime", runtime}};

@@ -662,11 +662,16 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
                         std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 
-Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
+Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what) {
   // A container of its own: nothing of another session's, or of a command's, runs beside the
   // kernel, and ending the kernel ends the container, with all that the kernel's code started.
+  // The sessions' template shares its container with its forks, the sessions.
+  const bool sessions = what == KernelFor::kSessions;
   BYD_ASSIGN_OR_RETURN(std::string runtime, resolvedRuntime());
-  BYD_ASSIGN_OR_RETURN(std::string box, createContainer(runtime, Naming::kUnnamed));
+  BYD_ASSIGN_OR_RETURN(
+      std::string box,
+      createContainer(runtime, Naming::kUnnamed,
+                      sessions ? static_cast<int>(options_.python_options.max_sessions) : 1));
   // byd-enter, as root, writes the kernel's pid (for interrupts) where the code cannot change
   // it, becomes the container's user and executes the kernel. No launcher stays behind holding
   // the kernel's pipes.
@@ -676,16 +681,19 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel() {
   for (std::string& arg : confined(std::string(kKernelDir) + "/kernel.py")) {
     cmd.push_back(std::move(arg));
   }
-  auto made = client_.request(
-      "POST", "/containers/" + box + "/exec",
-      {{"Cmd", cmd},
-       {"Env", codeEnvironment({"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"})},
-       {"User", kRoot},
-       {"WorkingDir", "/"},
-       {"AttachStdin", true},
-       {"AttachStdout", true},
-       {"AttachStderr", true},
-       {"Tty", false}});
+  std::vector<std::string> env = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"};
+  if (sessions && options_.memory_bytes > 0) {
+    env.push_back("BYD_PROCESS_MEMORY=" + std::to_string(options_.memory_bytes));
+  }
+  auto made = client_.request("POST", "/containers/" + box + "/exec",
+                              {{"Cmd", cmd},
+                               {"Env", codeEnvironment(env)},
+                               {"User", kRoot},
+                               {"WorkingDir", "/"},
+                               {"AttachStdin", true},
+                               {"AttachStdout", true},
+                               {"AttachStderr", true},
+                               {"Tty", false}});
   auto conn = made.ok() ? client_.startExec(made->value("Id", ""))
                         : Result<std::unique_ptr<docker::Hijacked>>(made.status());
   if (!conn.ok()) {
@@ -721,8 +729,12 @@ Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
   {
     std::lock_guard lock(mu_);
     if (!python_) {
+      PythonSessions::Starter sessions_template;
+      if (options_.python_options.fork_sessions && ForkRendezvous::dir().ok()) {
+        sessions_template = [this] { return startKernel(KernelFor::kSessions); };
+      }
       python_ = std::make_shared<PythonSessions>([this] { return startKernel(); },
-                                                 options_.python_options);
+                                                 options_.python_options, sessions_template);
     }
     sessions = python_;
   }

@@ -136,8 +136,10 @@ class DockerBackend : public Backend, public Executor {
   // The first command container, created and started if need be.
   Result<std::string> ensureContainer();
   // A new container; kNamed gives it --container-name (only the first command container).
+  // `share`: how many sessions' limits it holds (memory, processes, /tmp and CPUs, the last
+  // up to the engine's): a kernel's forks share it.
   enum class Naming { kNamed, kUnnamed };
-  Result<std::string> createContainer(const std::string& runtime, Naming naming);
+  Result<std::string> createContainer(const std::string& runtime, Naming naming, int share = 1);
   void removeContainer(const std::string& container);
   // The runtime, as resolveRuntime said the first time.
   Result<std::string> resolvedRuntime();
@@ -162,8 +164,13 @@ class DockerBackend : public Backend, public Executor {
   // After a command whose status never came: notes whether its container stopped underneath
   // (and forgets it, so the next call makes a new one).
   void checkContainer(const std::string& container, ExecOutcome* out);
-  // Starts one Python kernel in the container.
-  Result<std::unique_ptr<PythonKernel>> startKernel();
+  // Starts one Python kernel in a container of its own; kSessions: the template of new
+  // sessions (--python-new-sessions fork), whose container holds --python-sessions sessions'
+  // limits and whose every process is held to --memory (RLIMIT_AS), as a session's kernel.
+  enum class KernelFor { kOne, kSessions };
+  Result<std::unique_ptr<PythonKernel>> startKernel(KernelFor what = KernelFor::kOne);
+  // The engine's CPUs (asked once; 0: not known).
+  Result<int> engineCpus();
   // The byd-enter arguments that mask the workspace for `view` (none without rules).
   std::vector<std::string> maskArgs(const FileView& view);
   // Makes the masks of kernel container `box` those of `masks` (enter --update-masks).
@@ -206,6 +213,7 @@ class DockerBackend : public Backend, public Executor {
   std::mutex engine_mu_;
   std::optional<bool> podman_;  // the engine is Podman (known after the first container)
   std::optional<bool> apparmor_;
+  std::optional<int> cpus_;
   std::shared_ptr<PythonSessions> python_;
   // Idle runners, each of an idle command container.
   std::vector<std::unique_ptr<docker::ContainerRunner>> runners_;

@@ -8,8 +8,10 @@
 
 namespace byd {
 
-PythonSessions::PythonSessions(Starter start, PythonOptions options)
-    : start_(std::move(start)), options_(std::move(options)) {}
+PythonSessions::PythonSessions(Starter start, PythonOptions options, Starter start_template)
+    : start_(std::move(start)),
+      start_template_(std::move(start_template)),
+      options_(std::move(options)) {}
 
 void PythonSessions::warm() {
   std::lock_guard lock(mu_);
@@ -72,7 +74,8 @@ Result<std::unique_ptr<PythonKernel>> PythonSessions::newSessionKernel() {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!sessions_template_ || !sessions_template_->alive() || sessions_template_->exited()) {
         sessions_template_.reset();
-        BYD_ASSIGN_OR_RETURN(sessions_template_, spareOrStart());
+        BYD_ASSIGN_OR_RETURN(sessions_template_,
+                             start_template_ ? start_template_() : spareOrStart());
       }
       auto forked = sessions_template_->fork();
       if (forked.ok()) return forked;

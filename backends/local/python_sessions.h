@@ -38,9 +38,10 @@ struct PythonOptions {
 
 class PythonSessions {
  public:
-  // `start` starts one kernel (in the sandbox, in a container).
+  // `start` starts one kernel (in the sandbox, in a container); `start_template`, where given,
+  // the template of new sessions (PythonOptions::fork_sessions; else a spare is).
   using Starter = std::function<Result<std::unique_ptr<PythonKernel>>()>;
-  PythonSessions(Starter start, PythonOptions options);
+  PythonSessions(Starter start, PythonOptions options, Starter start_template = nullptr);
   PythonSessions(const Sandbox& sandbox, std::string cwd, PythonOptions options);
   ~PythonSessions();
 
@@ -87,7 +88,7 @@ class PythonSessions {
   // The session of that name, made when there is none and the limit allows (mu_ held).
   Result<std::shared_ptr<Session>> named(const std::string& name);
 
-  const Starter start_;
+  const Starter start_, start_template_;
   const PythonOptions options_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

@@ -837,6 +837,12 @@ def _setup_environment():
         site.addsitepackages(set(site.removeduppaths()))
     # Packages the server installed on demand (read-only in here), ahead of the system's as
     # PYTHONPATH puts them for commands: pip resolved them as one set.
+    # Where sessions share a container (Docker, --python-new-sessions fork), each process is
+    # held to a session's memory, as the Local sandbox holds each of its processes.
+    memory = os.environ.pop("BYD_PROCESS_MEMORY", "")
+    if memory.isdigit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (int(memory), int(memory)))
     packages = os.environ.pop("BYD_PYTHON_PACKAGES", "")
     if packages:
         sys.path.insert(0, packages)

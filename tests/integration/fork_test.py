@@ -131,7 +131,6 @@ class Fork(ServerCase):
         self.assertEqual(sc["result"], "['root']")
 
 
-@unittest.skipIf("docker" in EXTRA, "Docker gives each session a container of its own")
 class ForkedNewSessions(ServerCase):
     """--python-new-sessions fork: each new session is a fork of one template kernel."""
 
@@ -153,16 +152,27 @@ class ForkedNewSessions(ServerCase):
         pid_one, ppid_one, names_one = eval(self.ok(probe, session="n-one")["result"])
         pid_two, ppid_two, names_two = eval(self.ok("import os\n" + probe,
                                                     session="n-two")["result"])
-        # Both forked from the same kernel, in its namespace (a kernel of its own would be
-        # the child of its namespace's init, process 1).
+        # Both forked from the same kernel, in its namespace or container (a kernel of its own
+        # would be the child of its namespace's init, process 1, or of no process there, 0).
         self.assertEqual(ppid_one, ppid_two)
-        self.assertNotEqual(ppid_one, 1)
+        self.assertNotIn(ppid_one, (0, 1))
         self.assertNotEqual(pid_one, pid_two)
         self.assertEqual(names_one, ["marker", "os"])
         self.assertEqual(names_two, ["os"])  # nothing of the other session
         # A reset session is a new fork, with nothing of its past.
         r = self.client.call("run_python", code="marker", session="n-one", reset=True)
         self.assertEqual(r["structuredContent"]["error"]["type"], "NameError", text(r))
+
+    def test_on_docker_each_process_is_held_to_a_sessions_memory(self):
+        if "docker" not in EXTRA:
+            self.skipTest("the Local sandbox holds each process to --memory-limit anyway")
+        sc = self.ok("import resource\nresource.getrlimit(resource.RLIMIT_AS)", session="t-as")
+        self.assertEqual(sc["result"], str((1 << 30, 1 << 30)))
+
+    def test_they_share_the_templates_tmp(self):
+        self.ok("open('/tmp/from-one', 'w').write('1')", session="t-one")
+        self.assertEqual(self.ok("open('/tmp/from-one').read()", session="t-two")["result"],
+                         "'1'")
 
     def test_each_has_its_own_limits_and_dies_alone(self):
         self.ok("x = 'kept'", session="n-calm")
