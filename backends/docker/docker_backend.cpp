@@ -76,8 +76,9 @@ class ContainerFamily {
         masks_(std::make_shared<SharedMasks>(std::move(masks))),
         as_user_(std::move(as_user)) {}
   ~ContainerFamily() { remove_(); }
-  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) {
-    return masks_->hold(masks, cancel);
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                      SharedMasks::Deadline deadline) {
+    return masks_->hold(masks, cancel, deadline);
   }
   void asUser(const std::string& script) { as_user_(script); }
   std::string forkDir() const { return ForkRendezvous::dir().ok() ? kForkDir : ""; }
@@ -106,9 +107,10 @@ class ForkedContainerKernel : public KernelProcess {
     if (family_.use_count() > 1) family_->asUser("kill -KILL -- -" + pid_);  // its group
     family_.reset();
   }
-  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                      SharedMasks::Deadline deadline) override {
     if (!family_) return failedPrecondition("the kernel has ended");
-    return family_->holdMasks(masks, cancel);
+    return family_->holdMasks(masks, cancel, deadline);
   }
   std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
   Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t /*host_pid*/,
@@ -147,9 +149,10 @@ class ContainerKernel : public KernelProcess {
   int stdoutFd() const override { return out_r_.get(); }
   int stderrFd() const override { return err_r_.get(); }
   void interrupt() override { signal_(SIGINT); }
-  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                      SharedMasks::Deadline deadline) override {
     if (killed_) return failedPrecondition("the kernel has ended");
-    return family_->holdMasks(masks, cancel);
+    return family_->holdMasks(masks, cancel, deadline);
   }
   void kill() override {
     if (killed_.exchange(true)) return;
@@ -711,7 +714,11 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what)
   auto family = std::make_shared<ContainerFamily>(
       [this, box] { removeContainer(box); },
       [this, box](const FileMasks& wanted) {
-        return updateMasks(box, enterMaskArgs(wanted, files_->root()));
+        Status made = updateMasks(box, enterMaskArgs(wanted, files_->root()));
+        // Half made, they hold for no one: every kernel of the container ends (its next call
+        // starts afresh and says so), with what their earlier cells left running.
+        if (!made.ok()) shell(box, "kill -KILL -1", codeUser()).ok();
+        return made;
       },
       [this, box](const std::string& script) { shell(box, script, codeUser()).ok(); });
   auto started = PythonKernel::attach(
@@ -730,11 +737,20 @@ Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
     std::lock_guard lock(mu_);
     if (!python_) {
       PythonSessions::Starter sessions_template;
-      if (options_.python_options.fork_sessions && ForkRendezvous::dir().ok()) {
-        sessions_template = [this] { return startKernel(KernelFor::kSessions); };
+      PythonOptions python = options_.python_options;
+      if (python.fork_sessions) {
+        if (auto dir = ForkRendezvous::dir(); dir.ok()) {
+          sessions_template = [this] { return startKernel(KernelFor::kSessions); };
+        } else {
+          spdlog::warn(
+              "python: new sessions cannot be forks ({}): each starts in a container of "
+              "its own",
+              dir.status().message());
+          python.fork_sessions = false;
+        }
       }
-      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); },
-                                                 options_.python_options, sessions_template);
+      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); }, python,
+                                                 sessions_template);
     }
     sessions = python_;
   }

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 
@@ -45,7 +47,10 @@ class SandboxFamily {
         ns_(std::move(ns)),
         masks_(std::make_shared<SharedMasks>([this](const FileMasks& masks) {
           if (!ns_.sock.valid()) return failedPrecondition("the kernel has ended");
-          return Sandbox::changeMasks(ns_, masks);
+          Status made = Sandbox::changeMasks(ns_, masks);
+          // Half made, they hold for no one: the namespace ends, with every kernel in it.
+          if (!made.ok()) Sandbox::signal(ns_, SIGKILL);
+          return made;
         })) {}
   ~SandboxFamily() {
     Sandbox::signal(ns_, SIGKILL);
@@ -68,12 +73,23 @@ class SandboxFamily {
       std::lock_guard lock(moves_mu_);
       ++moving_;
     }
-    return std::async(std::launch::async, [this, host_pid] {
-      CgroupRun run = sandbox_.cgroupFor(host_pid);
+    auto moved = [this] {
       std::lock_guard lock(moves_mu_);
       if (--moving_ == 0) moves_done_.notify_all();
-      return run;
-    });
+    };
+    try {
+      return std::async(std::launch::async, [this, host_pid, moved] {
+        struct Done {
+          std::function<void()> done;
+          ~Done() { done(); }
+        } done{moved};
+        return sandbox_.cgroupFor(host_pid);
+      });
+    } catch (const std::system_error& e) {  // no thread to move it: it stays in its parent's
+      moved();
+      spdlog::warn("a forked kernel stays in its parent's cgroups: {}", e.what());
+      return {};
+    }
   }
   void waitForMoves() {
     std::unique_lock lock(moves_mu_);
@@ -93,9 +109,10 @@ class SandboxFamily {
 class SandboxMember : public KernelProcess {
  public:
   explicit SandboxMember(std::shared_ptr<SandboxFamily> family) : family_(std::move(family)) {}
-  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) override {
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                      SharedMasks::Deadline deadline) override {
     if (!family_) return failedPrecondition("the kernel has ended");
-    return family_->masks().hold(masks, cancel);
+    return family_->masks().hold(masks, cancel, deadline);
   }
   std::string forkDir() const override { return family_ ? family_->forkDir() : ""; }
   Result<std::unique_ptr<KernelProcess>> adoptFork(UniqueFd conn, pid_t host_pid, int pid) override;
@@ -112,8 +129,9 @@ class ForkedSandboxKernel : public SandboxMember {
       : SandboxMember(std::move(family)), conn_(std::move(conn)), host_pid_(host_pid) {
     pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0)));
     // What the fork starts before the move stays in its parent's groups, and in its own
-    // process group, which kill() ends.
-    cgroup_ = family_->moveToOwnGroups(host_pid);
+    // process group, which kill() ends. Without a pidfd the fork is gone already, and its
+    // number may be another's.
+    if (pidfd_.valid()) cgroup_ = family_->moveToOwnGroups(host_pid);
   }
   ~ForkedSandboxKernel() override { kill(); }
   int stdinFd() const override { return conn_.get(); }
@@ -205,11 +223,14 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox
   return attach(std::make_unique<SandboxKernel>(sandbox, std::move(*launched)));
 }
 
-Result<SharedMasks::Hold> PythonKernel::holdMasks(const FileMasks& masks,
-                                                  const CancelToken* cancel) {
+Result<SharedMasks::Hold> PythonKernel::holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                                  SharedMasks::Deadline deadline) {
   if (!alive_) return failedPrecondition("the Python kernel is gone");
-  auto hold = proc_->holdMasks(masks, cancel);
-  if (!hold.ok() && hold.status().code() != Code::kCancelled) kill();
+  auto hold = proc_->holdMasks(masks, cancel, deadline);
+  if (!hold.ok() && hold.status().code() != Code::kCancelled &&
+      hold.status().code() != Code::kDeadlineExceeded) {
+    kill();  // its masks are not known: it cannot run a cell
+  }
   return hold;
 }
 

@@ -32,8 +32,10 @@ class KernelProcess {
   // Makes what the kernel sees of the workspace `masks` (see workspace_index.h) for a cell,
   // and keeps it so while the hold lives (kernels sharing a namespace share its masks: see
   // shared_masks.h). Where nothing can be masked, any mask is an error.
-  virtual Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel) {
+  virtual Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                              SharedMasks::Deadline deadline) {
     (void)cancel;
+    (void)deadline;
     if (!masks.empty()) return unimplemented("this kernel's files cannot be masked");
     return SharedMasks::Hold();
   }
@@ -84,7 +86,8 @@ class PythonKernel {
   Result<std::vector<std::string>> preload(const std::vector<std::string>& modules);
   // See KernelProcess::holdMasks (which knows what is in force: the same masks cost nothing).
   // An error other than a cancelled wait ends the kernel.
-  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel);
+  Result<SharedMasks::Hold> holdMasks(const FileMasks& masks, const CancelToken* cancel,
+                                      SharedMasks::Deadline deadline);
   bool alive() const { return alive_; }
   // The kernel's process has gone (its output pipe hung up), without being asked: a spare
   // that died while it waited.

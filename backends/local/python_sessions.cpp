@@ -71,7 +71,7 @@ Result<std::unique_ptr<PythonKernel>> PythonSessions::spareOrStart() {
 Result<std::unique_ptr<PythonKernel>> PythonSessions::newSessionKernel() {
   if (options_.fork_sessions) {
     std::lock_guard lock(sessions_template_mu_);
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int attempt = 0; attempt < 2 && !sessions_unforkable_; ++attempt) {
       if (!sessions_template_ || !sessions_template_->alive() || sessions_template_->exited()) {
         sessions_template_.reset();
         BYD_ASSIGN_OR_RETURN(sessions_template_,
@@ -81,6 +81,10 @@ Result<std::unique_ptr<PythonKernel>> PythonSessions::newSessionKernel() {
       if (forked.ok()) return forked;
       spdlog::warn("python: a new session could not be forked: {}", forked.status().message());
       sessions_template_.reset();
+      if (forked.status().code() == Code::kUnimplemented) {
+        spdlog::warn("python: new sessions start in sandboxes of their own instead");
+        sessions_unforkable_ = true;
+      }
     }
   }
   return spareOrStart();
@@ -122,7 +126,8 @@ Result<PythonSessions::Run> PythonSessions::run(const std::string& name, const s
   }
   SharedMasks::Hold view;
   if (masks) {
-    auto held = session->kernel->holdMasks(*masks, &cancel);
+    auto held =
+        session->kernel->holdMasks(*masks, &cancel, std::chrono::steady_clock::now() + timeout);
     if (!held.ok()) {
       if (!session->kernel->alive()) session->kernel.reset();  // the next call starts afresh
       return held.status();
@@ -192,7 +197,9 @@ Result<PythonSessions::Run> PythonSessions::runIsolated(const PythonKernel::Isol
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<PythonKernel> kernel, takeTemplate());
   SharedMasks::Hold view;
   if (masks) {
-    BYD_ASSIGN_OR_RETURN(view, kernel->holdMasks(*masks, &cancel));
+    BYD_ASSIGN_OR_RETURN(
+        view,
+        kernel->holdMasks(*masks, &cancel, std::chrono::steady_clock::now() + isolated.timeout));
   }
   Run run;
   BYD_ASSIGN_OR_RETURN(run.outcome, kernel->runIsolated(isolated, cancel));

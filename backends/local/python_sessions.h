@@ -96,6 +96,7 @@ class PythonSessions {
   std::vector<std::unique_ptr<PythonKernel>> templates_;  // idle ones
   std::mutex sessions_template_mu_;                       // one fork of it at a time
   std::unique_ptr<PythonKernel> sessions_template_;
+  bool sessions_unforkable_ = false;  // its kernels cannot fork: new sessions start as spares
 };
 
 // Runs `request` in `sessions`: in its session, or isolated.

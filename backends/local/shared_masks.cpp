@@ -1,16 +1,35 @@
 #include "backends/local/shared_masks.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace byd {
 
-Result<SharedMasks::Hold> SharedMasks::hold(const FileMasks& masks, const CancelToken* cancel) {
+Result<SharedMasks::Hold> SharedMasks::hold(const FileMasks& masks, const CancelToken* cancel,
+                                            Deadline deadline) {
   std::unique_lock lock(mu_);
-  while (holders_ > 0 && !(known_ && current_ == masks)) {
-    if (cancel && cancel->cancelled()) {
-      return cancelled("cancelled while a cell of another session ran under other file rules");
+  if (!queue_.empty() || !mayEnter(masks)) {
+    const uint64_t ticket = next_ticket_++;
+    queue_.push_back(ticket);
+    auto leave = [&] {
+      queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
+      released_.notify_all();  // the next in line may be able to enter now
+    };
+    while (queue_.front() != ticket || !mayEnter(masks)) {
+      if (cancel && cancel->cancelled()) {
+        leave();
+        return cancelled("cancelled while a cell of another session ran under other file rules");
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        leave();
+        return Status{Code::kDeadlineExceeded,
+                      "timed out waiting for a cell of another session, which runs under other "
+                      "file rules, to end"};
+      }
+      released_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                        std::chrono::milliseconds(50)));
     }
-    released_.wait_for(lock, std::chrono::milliseconds(50));
+    leave();
   }
   if (!known_ || current_ != masks) {
     known_ = false;

@@ -104,5 +104,49 @@ TEST(SharedMasks, AFailedChangeIsAnErrorAndTheNextCellMakesThemAgain) {
   EXPECT_EQ(r.applied.back(), kHidden);
 }
 
+TEST(SharedMasks, WhileACellWaitsForOtherMasksNewcomersUnderTheseWaitTheirTurn) {
+  Recorder r;
+  auto first = r.masks->hold(kHidden, nullptr);
+  ASSERT_TRUE(first.ok());
+  auto wide = std::async(std::launch::async, [&] { return r.masks->hold(kWider, nullptr); });
+  std::this_thread::sleep_for(100ms);  // it waits for `first`
+  std::atomic<bool> joined{false};
+  auto late = std::async(std::launch::async, [&] {
+    auto held = r.masks->hold(kHidden, nullptr);  // the masks in force, but after `wide`
+    joined = true;
+    return held;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(joined) << "a newcomer under the masks in force went ahead of a waiting cell";
+  first->reset();
+  ASSERT_EQ(wide.wait_for(5s), std::future_status::ready);
+  auto w = wide.get();
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(r.applied.back(), kWider);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(joined) << "the masks changed under a running cell";
+  w->reset();
+  ASSERT_EQ(late.wait_for(5s), std::future_status::ready);
+  auto l = late.get();
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(r.applied.back(), kHidden);
+  EXPECT_EQ(r.changes(), 3u);
+}
+
+TEST(SharedMasks, AWaitEndsAtTheCallsDeadlineAndLeavesTheLine) {
+  Recorder r;
+  auto narrow = r.masks->hold(kHidden, nullptr);
+  ASSERT_TRUE(narrow.ok());
+  auto waited = r.masks->hold(kWider, nullptr, std::chrono::steady_clock::now() + 150ms);
+  ASSERT_FALSE(waited.ok());
+  EXPECT_EQ(waited.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(waited.status().message().find("other file rules"), std::string::npos);
+  EXPECT_EQ(r.changes(), 1u);
+  // Gone from the line, it holds up no one: the masks in force are shared at once again.
+  auto joined = r.masks->hold(kHidden, nullptr, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(joined.ok()) << joined.status().message();
+  EXPECT_EQ(r.masks->holders(), 2);
+}
+
 }  // namespace
 }  // namespace byd
