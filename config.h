@@ -23,6 +23,7 @@ struct Config {
   std::vector<std::string> allow;
   std::string state_file;
   bool state_sync = false;
+  bool write_sync = false;  // fsync written files and their directories (see --write-sync)
   std::string log_level = "info";
   size_t max_message_bytes = 16 * 1024 * 1024;
   size_t workers = 4;

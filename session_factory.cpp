@@ -47,6 +47,7 @@ Result<SessionStack> openDocker(const Config& config, bool warm, const permissio
     c.docker.user = std::to_string(ids.first) + ":" + std::to_string(ids.second);
   }
   c.docker.open_files = c.sandbox_limits.open_files;
+  c.docker.write_sync = c.write_sync;
   c.docker.processes = c.sandbox_limits.processes;
   // The server's proxy, when the rules may let anything out of a container with no network.
   c.docker.proxy =
@@ -166,6 +167,7 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   }
   if (c.backend == "docker") return openDocker(c, warm, guard);
   BYD_ASSIGN_OR_RETURN(auto local, LocalBackend::open(c.root, c.allow));
+  local->setWriteSync(c.write_sync);
   SandboxOptions options;
   options.isolate = c.sandbox != "none";
   options.limits = c.sandbox_limits;

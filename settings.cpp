@@ -82,6 +82,18 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(state_sync)},
+      {"write_sync",
+       "--write-sync",
+       T::kBool,
+       "",
+       "Local and Docker: also fsync each written file before it takes the old one's place, "
+       "and its directory after, so an answered write survives a power loss (every write is "
+       "atomic without it: readers and crashes see the old file or the new one)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(write_sync)},
       {"log_level",
        "--log-level",
        T::kChoice,

@@ -158,6 +158,16 @@ class FileSystem {
   // `visit` returns false to stop. The default goes through list().
   virtual Status listEach(const std::string& key,
                           const std::function<bool(const FileInfo&)>& visit) const;
+  // The same, but the rest of an entry (size, times, mode, identity) is read only where
+  // `detail(name, type)` asks for it; elsewhere those are 0. A walk that shows a few entries
+  // of many costs a stat for those alone where the backend knows types without one (Local:
+  // getdents' d_type). The default reads all of every entry.
+  using Detail = std::function<bool(std::string_view name, FileType type)>;
+  virtual Status listTyped(const std::string& key, const Detail& detail,
+                           const std::function<bool(const FileInfo&)>& visit) const {
+    (void)detail;
+    return listEach(key, visit);
+  }
   // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.
   virtual Result<std::string> read(const std::string& key, uint64_t offset,
                                    uint64_t max_bytes) const = 0;

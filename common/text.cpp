@@ -174,26 +174,53 @@ Result<std::string> base64Decode(std::string_view text) {
 }
 
 std::string isoTime(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  // Whole seconds, rounded down (before 1970 too), then the civil date of the day count
+  // (the proleptic Gregorian calendar in eras of 400 years), without gmtime's locks and
+  // strftime's parsing: a listing formats one per entry.
+  int64_t secs = unix_ns / 1000000000;
+  if (unix_ns % 1000000000 < 0) --secs;
+  int64_t days = secs / 86400, rem = secs % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    --days;
+  }
+  days += 719468;  // from 0000-03-01
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const int64_t doe = days - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  // Nanoseconds in 64 bits span 1677 to 2262: the year has four digits.
+  char buf[21] = "0000-00-00T00:00:00Z";
+  auto put = [&buf](int at, int64_t value, int digits) {
+    for (int i = digits - 1; i >= 0; --i, value /= 10)
+      buf[at + i] = static_cast<char>('0' + value % 10);
+  };
+  put(0, year, 4);
+  put(5, month, 2);
+  put(8, day, 2);
+  put(11, rem / 3600, 2);
+  put(14, rem / 60 % 60, 2);
+  put(17, rem % 60, 2);
+  return std::string(buf, 20);
 }
 
 std::string humanSize(uint64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = -1;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 3 && bytes >> (10 * (u + 1)) >= 1024) ++u;
+  // Tenths of the unit, rounded as printf's "%.1f" rounds the exact quotient: half to even.
+  const int shift = 10 * (u + 1);
+  const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 10;
+  uint64_t tenths = static_cast<uint64_t>(num >> shift);
+  const unsigned __int128 rest = num & ((static_cast<unsigned __int128>(1) << shift) - 1);
+  const unsigned __int128 half = static_cast<unsigned __int128>(1) << (shift - 1);
+  if (rest > half || (rest == half && (tenths & 1))) ++tenths;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " " + kUnits[u];
 }
 
 std::vector<std::string> splitList(std::string_view list, char separator) {

@@ -98,14 +98,20 @@ Result<std::vector<FileInfo>> GuardedBackend::list(const std::string& key) const
 
 Status GuardedBackend::listEach(const std::string& key,
                                 const std::function<bool(const FileInfo&)>& visit) const {
+  return listTyped(key, nullptr, visit);
+}
+
+Status GuardedBackend::listTyped(const std::string& key, const Detail& detail,
+                                 const std::function<bool(const FileInfo&)>& visit) const {
   BYD_RETURN_IF_ERROR(checkRead(key));
-  return inner_.listEach(key, [&](const FileInfo& e) {
+  auto shown = [&](const FileInfo& e) {
     if (guard_.hidesFromListings(joinKey(key, e.name))) {
       ++hidden_;
       return true;
     }
     return visit(e);
-  });
+  };
+  return detail ? inner_.listTyped(key, detail, shown) : inner_.listEach(key, shown);
 }
 
 Result<std::string> GuardedBackend::read(const std::string& key, uint64_t offset,

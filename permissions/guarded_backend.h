@@ -34,6 +34,8 @@ class GuardedBackend : public Backend, private Executor {
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
   Status listEach(const std::string& key,
                   const std::function<bool(const FileInfo&)>& visit) const override;
+  Status listTyped(const std::string& key, const Detail& detail,
+                   const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,

@@ -26,6 +26,8 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
   WalkOptions options;
   options.skip_git = pattern.find(".git") == std::string::npos;
   options.descend = [&](const std::string& rel) { return matcher.couldMatchBelow(rel); };
+  // Only matches are shown, dated: the rest need no stat.
+  options.detail = [&](const std::string& rel, FileType) { return matcher.matches(rel); };
   // The newest max_results matches only: memory stays bounded however many paths match.
   auto newest = makeTopN<Match>(ctx.limits.max_results, [](const Match& a, const Match& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.path < b.path;

@@ -327,13 +327,21 @@ Result<std::vector<Candidate>> collectFiles(const json& args, ToolContext& ctx,
   }
   // As in ripgrep, a glob without '/' matches the file name at any depth.
   const bool by_name = include_pattern.find('/') == std::string::npos;
+  auto included = [&](std::string_view name, const std::string& rel) {
+    return !include || include->matches(by_name ? name : std::string_view(rel));
+  };
+  WalkOptions options;
+  // Sizes are read for the files searched alone.
+  options.detail = [&](const std::string& rel, FileType type) {
+    return type == FileType::kFile &&
+           included(std::string_view(rel).substr(rel.rfind('/') + 1), rel);
+  };
   BYD_RETURN_IF_ERROR(
-      walkTree(ctx.backend, base, WalkOptions{}, ctx.cancel,
+      walkTree(ctx.backend, base, options, ctx.cancel,
                [&](const std::string& key, const std::string& rel, const FileInfo& info) {
                  // Symlinks are not followed, as in ripgrep: a link cannot pull outside files in.
                  if (info.type != FileType::kFile) return true;
-                 if (include && !include->matches(by_name ? std::string_view(info.name) : rel))
-                   return true;
+                 if (!included(info.name, rel)) return true;
                  files.push_back({key, info.size});
                  return true;
                }));

@@ -9,14 +9,14 @@
 namespace byd {
 namespace {
 
-std::string entryLine(const FileInfo& e) {
+std::string entryLine(const FileInfo& e, const std::string& mtime) {
   char size[24];
   snprintf(size, sizeof size, "%10s", e.type == FileType::kDir ? "-" : humanSize(e.size).c_str());
   std::string name = e.name;
   if (e.type == FileType::kDir) name += '/';
   if (e.type == FileType::kSymlink) name += '@';
   return std::string(fileTypeName(e.type)) + std::string(8 - fileTypeName(e.type).size(), ' ') +
-         size + "  " + isoTime(e.mtime_ns) + "  " + name + "\n";
+         size + "  " + mtime + "  " + name + "\n";
 }
 
 Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
@@ -40,12 +40,14 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   json list = json::array();
   const std::string shown = key.empty() ? "." : key;
   out.text = shown + ": " + std::to_string(total) + (total == 1 ? " entry\n" : " entries\n");
+  out.text.reserve(out.text.size() + entries.size() * 64);
   for (const FileInfo& e : entries) {
-    out.text += entryLine(e);
+    std::string mtime = isoTime(e.mtime_ns);
+    out.text += entryLine(e, mtime);
     list.push_back({{"name", e.name},
                     {"type", fileTypeName(e.type)},
                     {"size", e.size},
-                    {"mtime", isoTime(e.mtime_ns)}});
+                    {"mtime", std::move(mtime)}});
   }
   if (truncated) {
     out.text += "[showing the first " + std::to_string(entries.size()) + " of " +

@@ -17,19 +17,30 @@ class TopN {
 
   void offer(T item) {
     ++seen_;
-    if (items_.size() == limit_) {
-      if (limit_ == 0 || !before_(item, items_.front())) return;
-      std::pop_heap(items_.begin(), items_.end(), before_);
-      items_.back() = std::move(item);
-    } else {
+    // Below the limit the items are only gathered (and sorted once, by take()); a heap is
+    // made when the limit is reached, and kept from then on.
+    if (items_.size() < limit_) {
       items_.push_back(std::move(item));
+      return;
     }
+    if (limit_ == 0) return;
+    if (!heap_) {
+      std::make_heap(items_.begin(), items_.end(), before_);
+      heap_ = true;
+    }
+    if (!before_(item, items_.front())) return;
+    std::pop_heap(items_.begin(), items_.end(), before_);
+    items_.back() = std::move(item);
     std::push_heap(items_.begin(), items_.end(), before_);
   }
   size_t seen() const { return seen_; }
   // The items kept, in order; the holder is left empty.
   std::vector<T> take() {
-    std::sort_heap(items_.begin(), items_.end(), before_);
+    if (heap_) {
+      std::sort_heap(items_.begin(), items_.end(), before_);
+    } else {
+      std::sort(items_.begin(), items_.end(), before_);
+    }
     return std::move(items_);
   }
 
@@ -38,6 +49,7 @@ class TopN {
   Before before_;
   std::vector<T> items_;
   size_t seen_ = 0;
+  bool heap_ = false;
 };
 
 template <typename T, typename Before>

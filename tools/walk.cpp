@@ -19,10 +19,19 @@ Status walkTree(const Backend& backend, const std::string& start_key, const Walk
     // A deque grows without copying what it holds: a directory of a million entries costs
     // their size once, not twice while a vector moves them.
     std::deque<FileInfo> entries;
-    const Status listed = backend.listEach(dir_key, [&entries](const FileInfo& e) {
+    auto keep = [&entries](const FileInfo& e) {
       entries.push_back(e);
       return true;
-    });
+    };
+    const Status listed =
+        options.detail
+            ? backend.listTyped(
+                  dir_key,
+                  [&](std::string_view name, FileType type) {
+                    return type != FileType::kDir && options.detail(joinKey(dir_rel, name), type);
+                  },
+                  keep)
+            : backend.listEach(dir_key, keep);
     if (!listed.ok()) continue;
     // Sorted so that results (and which ones a cap keeps) do not depend on readdir order.
     std::sort(entries.begin(), entries.end(),

@@ -15,6 +15,10 @@ struct WalkOptions {
   bool skip_git = true;
   // Return false to skip a directory (relative path below the start) and everything in it.
   std::function<bool(const std::string& rel_dir)> descend;
+  // Which entries (not directories) the visit needs in full: size, times, mode. The others come
+  // with their name and type alone, where the backend can tell types without reading the rest
+  // (FileSystem::listTyped). Unset: all of every entry.
+  std::function<bool(const std::string& rel, FileType type)> detail;
 };
 
 // Calls `visit(key, rel, info)` for every entry below `start_key` (not the start itself);

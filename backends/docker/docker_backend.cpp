@@ -236,6 +236,7 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& wo
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<LocalBackend> files, LocalBackend::open(workspace, {}));
   // A link made in the container names its target as the container sees it.
   files->mapAbsoluteLinks(std::string(kContainerWorkspace));
+  files->setWriteSync(options.write_sync);
   auto index =
       std::make_unique<WorkspaceIndex>(std::vector<WorkspaceIndex::Root>{{"", files->root()}});
   std::unique_ptr<DockerBackend> backend(new DockerBackend(
@@ -393,6 +394,11 @@ Status DockerBackend::listEach(const std::string& key,
                                const std::function<bool(const FileInfo&)>& visit) const {
   AsUser as(uid_, gid_);
   return files_->listEach(key, visit);
+}
+Status DockerBackend::listTyped(const std::string& key, const Detail& detail,
+                                const std::function<bool(const FileInfo&)>& visit) const {
+  AsUser as(uid_, gid_);
+  return files_->listTyped(key, detail, visit);
 }
 Result<std::string> DockerBackend::read(const std::string& key, uint64_t offset,
                                         uint64_t max_bytes) const {

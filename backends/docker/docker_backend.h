@@ -42,6 +42,7 @@ struct DockerOptions {
   std::string image = "python:3.12-slim";
   std::string runtime = "auto";  // auto (runsc when the engine has it), runc, runsc
   std::string network = "none";
+  bool write_sync = false;  // the file tools fsync what they write (LocalBackend::setWriteSync)
   int64_t memory_bytes = int64_t{1} << 30;  // and no swap beyond it
   double cpus = 1.0;
   int64_t pids = 256;
@@ -92,6 +93,8 @@ class DockerBackend : public Backend, public Executor {
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
   Status listEach(const std::string& key,
                   const std::function<bool(const FileInfo&)>& visit) const override;
+  Status listTyped(const std::string& key, const Detail& detail,
+                   const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,

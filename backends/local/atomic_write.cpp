@@ -224,7 +224,7 @@ Result<WriteTarget> findWriteTarget(const PathResolver& resolver, const std::str
 }
 
 Result<WriteOutcome> replaceAtomically(const WriteTarget& target, bool append,
-                                       std::string_view data, bool no_replace,
+                                       std::string_view data, bool no_replace, bool sync,
                                        const std::string& key) {
   // A new file gets 0666 minus the umask from open(); an existing file's copy starts private
   // and gets the old bits before any data is written.
@@ -238,11 +238,11 @@ Result<WriteOutcome> replaceAtomically(const WriteTarget& target, bool append,
     BYD_RETURN_IF_ERROR(copyContents(existing.get(), tmp.fd(), now.st_size, key));
   }
   BYD_RETURN_IF_ERROR(writeAll(tmp.fd(), data, key));
-  if (::fsync(tmp.fd()) != 0) return errnoStatus(errno, key);
+  if (sync && ::fsync(tmp.fd()) != 0) return errnoStatus(errno, key);
   struct stat st;
   if (::fstat(tmp.fd(), &st) != 0) return errnoStatus(errno, key);
   BYD_RETURN_IF_ERROR(tmp.commit(target.name, no_replace, key));
-  syncDir(target.dir.get());
+  if (sync) syncDir(target.dir.get());
   return WriteOutcome{!target.exists, static_cast<uint64_t>(st.st_size)};
 }
 

@@ -40,8 +40,14 @@ Result<WriteTarget> findWriteTarget(const PathResolver& resolver, const std::str
 
 // Writes `data` to a new file that then takes the target's place; with `append`, after a copy
 // of the existing file's contents; with `no_replace`, only if the target does not exist.
+// Readers, and a crash of the writer, see the old file or the new one, never a part. With
+// `sync`, the new file's data reaches the disk before it takes the old one's place and the
+// directory after, so the write survives a power loss too; without, the kernel writes both
+// back when it will (within seconds): after a power loss a write may be missing whole, and
+// ext4 and btrfs flush a file that replaces another by rename before the rename is committed,
+// but a file new since the last write-back may be found empty there.
 Result<WriteOutcome> replaceAtomically(const WriteTarget& target, bool append,
-                                       std::string_view data, bool no_replace,
+                                       std::string_view data, bool no_replace, bool sync,
                                        const std::string& key);
 
 }  // namespace byd

@@ -23,6 +23,19 @@ namespace {
 
 std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+FileType fileTypeOfDirent(unsigned char d_type) {
+  switch (d_type) {
+    case DT_REG:
+      return FileType::kFile;
+    case DT_DIR:
+      return FileType::kDir;
+    case DT_LNK:
+      return FileType::kSymlink;
+    default:
+      return FileType::kOther;
+  }
+}
+
 FileInfo infoFrom(std::string name, const struct stat& st) {
   FileInfo info;
   info.name = std::move(name);
@@ -193,6 +206,11 @@ Result<std::vector<FileInfo>> LocalBackend::list(const std::string& key) const {
 
 Status LocalBackend::listEach(const std::string& key,
                               const std::function<bool(const FileInfo&)>& visit) const {
+  return listTyped(key, nullptr, visit);
+}
+
+Status LocalBackend::listTyped(const std::string& key, const Detail& detail,
+                               const std::function<bool(const FileInfo&)>& visit) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   BYD_ASSIGN_OR_RETURN(UniqueFd fd, loc.resolver->open(loc.rel, O_RDONLY | O_DIRECTORY));
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), &::closedir);
@@ -204,6 +222,16 @@ Status LocalBackend::listEach(const std::string& key,
     if (entry == nullptr) break;
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
+    if (detail) {
+      const FileType type = fileTypeOfDirent(entry->d_type);
+      if (entry->d_type != DT_UNKNOWN && !detail(name, type)) {
+        FileInfo info;
+        info.name = std::string(name);
+        info.type = type;
+        if (!visit(info)) return okStatus();
+        continue;
+      }
+    }
     struct stat st;
     if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;  // removed since readdir saw it
@@ -273,7 +301,7 @@ Result<WriteOutcome> LocalBackend::write(const std::string& key, std::string_vie
     if (mode == WriteMode::kCreate) return alreadyExists(quote(loc.key) + " already exists");
   }
   return replaceAtomically(target, mode == WriteMode::kAppend, data, mode == WriteMode::kCreate,
-                           loc.key);
+                           write_sync_, loc.key);
 }
 
 Result<bool> LocalBackend::makeDir(const std::string& key) {

@@ -40,6 +40,8 @@ class LocalBackend : public Backend, public Executor {
   Result<std::vector<FileInfo>> list(const std::string& key) const override;
   Status listEach(const std::string& key,
                   const std::function<bool(const FileInfo&)>& visit) const override;
+  Status listTyped(const std::string& key, const Detail& detail,
+                   const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
@@ -71,6 +73,8 @@ class LocalBackend : public Backend, public Executor {
   // Absolute symlinks below `mount_point` are read as beneath the root, for a root that a
   // container mounts there (see PathResolver::mapAbsoluteLinks). Before the backend is shared.
   void mapAbsoluteLinks(std::string mount_point) { root_.mapAbsoluteLinks(std::move(mount_point)); }
+  // Writes also fsync the file and its directory (see replaceAtomically). Before it is shared.
+  void setWriteSync(bool on) { write_sync_ = on; }
   // Every directory a sandboxed process may write: the root and the --allow directories.
   std::vector<std::string> writableDirs() const;
 
@@ -98,6 +102,7 @@ class LocalBackend : public Backend, public Executor {
 
   PathResolver root_;
   std::vector<PathResolver> allowed_;
+  bool write_sync_ = false;
   std::unique_ptr<Sandbox> sandbox_;
   std::string sandbox_unavailable_;
   std::unique_ptr<PythonSessions> python_;  // after sandbox_: stopped before it

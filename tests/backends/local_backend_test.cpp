@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -221,6 +223,65 @@ TEST_P(LocalBackendTest, ListReportsEntriesWithoutFollowing) {
   ASSERT_EQ(d->size(), 1u);
   EXPECT_EQ((*d)[0].name, "inner.txt");
   EXPECT_EQ((*d)[0].size, 5u);
+}
+
+TEST_P(LocalBackendTest, ListTypedReadsOnlyTheEntriesAskedFor) {
+  fs::create_directory(ws_ / "d");
+  link("hello.txt", ws_ / "ln");
+  ASSERT_EQ(::mkfifo((ws_ / "pipe").c_str(), 0600), 0);
+  std::map<std::string, FileType> asked;
+  std::map<std::string, FileInfo> byName;
+  ASSERT_TRUE(backend_
+                  ->listTyped(
+                      "",
+                      [&](std::string_view name, FileType type) {
+                        asked[std::string(name)] = type;
+                        return name == "hello.txt";
+                      },
+                      [&](const FileInfo& e) {
+                        byName[e.name] = e;
+                        return true;
+                      })
+                  .ok());
+  // Each entry's type is told before anything else of it is read, as list() reports it.
+  EXPECT_EQ(asked, (std::map<std::string, FileType>{{"d", FileType::kDir},
+                                                    {"hello.txt", FileType::kFile},
+                                                    {"ln", FileType::kSymlink},
+                                                    {"pipe", FileType::kOther}}));
+  ASSERT_EQ(byName.size(), 4u);
+  EXPECT_EQ(byName["hello.txt"].size, 11u);  // asked for: read in full
+  EXPECT_GT(byName["hello.txt"].mtime_ns, 0);
+  EXPECT_EQ(byName["ln"].type, FileType::kSymlink);
+  EXPECT_EQ(byName["ln"].size, 0u);  // not asked for: no stat (list() says 9)
+  EXPECT_EQ(byName["ln"].mtime_ns, 0);
+  EXPECT_EQ(byName["d"].type, FileType::kDir);
+  EXPECT_EQ(byName["pipe"].type, FileType::kOther);
+}
+
+// What a write syncs, seen by a child whose fsync fails: with --write-sync the write fails
+// (and leaves the old file), without it nothing was synced and it succeeds.
+TEST_P(LocalBackendTest, WritesSyncOnlyWhenAsked) {
+  for (bool sync : {false, true}) {
+    backend_->setWriteSync(sync);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+      if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EIO), SCMP_SYS(fsync), 0) != 0 ||
+          seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EIO), SCMP_SYS(fdatasync), 0) != 0 ||
+          seccomp_load(ctx) != 0) {
+        _exit(3);
+      }
+      auto w = backend_->write("hello.txt", "new contents", WriteMode::kOverwrite);
+      _exit(w.ok() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), sync ? 1 : 0) << "write_sync " << sync;
+    EXPECT_EQ(tmp_.read("ws/hello.txt"), sync ? "hello world" : "new contents");
+    tmp_.write("ws/hello.txt", "hello world");
+  }
 }
 
 TEST_P(LocalBackendTest, ListErrors) {

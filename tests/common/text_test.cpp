@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <ctime>
+#include <random>
 #include <string>
 
 namespace byd {
@@ -72,4 +75,79 @@ TEST(RandomHex, LowercaseHexOfTheLengthAskedAndNeverTheSameTwice) {
 }
 
 }  // namespace
+// The formatting a listing does per entry, against the C library's on the same values.
+static std::string libcIsoTime(int64_t unix_ns) {
+  time_t secs = static_cast<time_t>(unix_ns / 1000000000);
+  if (unix_ns % 1000000000 < 0) --secs;
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[48];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+TEST(IsoTime, AgreesWithGmtimeAndStrftime) {
+  std::mt19937_64 random(42);
+  std::vector<int64_t> values = {0,
+                                 -1,
+                                 1,
+                                 999999999,
+                                 1000000000,
+                                 -1000000000,
+                                 951782400LL * 1000000000,
+                                 4107542399LL * 1000000000,
+                                 9214646400LL * 1000000000,
+                                 -9214646400LL * 1000000000,
+                                 INT64_MAX,
+                                 INT64_MIN};
+  for (int i = 0; i < 200000; ++i) values.push_back(static_cast<int64_t>(random()));
+  for (int i = 0; i < 200000; ++i) {  // days of 1680-2260: all that nanoseconds reach
+    values.push_back((static_cast<int64_t>(random() % 212000) - 106000) * 86400 * 1000000000 +
+                     static_cast<int64_t>(random() % 86400000000000ULL));
+  }
+  for (int64_t v : values) ASSERT_EQ(isoTime(v), libcIsoTime(v)) << v;
+  EXPECT_EQ(isoTime(1700000000123456789), "2023-11-14T22:13:20Z");
+}
+
+TEST(HumanSize, AgreesWithPrintfTenthsOfTheUnit) {
+  auto printfSize = [](uint64_t bytes) -> std::string {
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = -1;
+    while (v >= 1024 && u < 3) {
+      v /= 1024;
+      ++u;
+    }
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
+  };
+  std::mt19937_64 random(7);
+  std::vector<uint64_t> values = {0,
+                                  1,
+                                  1023,
+                                  1024,
+                                  1075,
+                                  1076,
+                                  1126,
+                                  1127,
+                                  1048575,
+                                  1048576,
+                                  (1ULL << 40) - 1,
+                                  1ULL << 40,
+                                  1ULL << 52,
+                                  UINT64_MAX};
+  // Halves of a tenth, where the rounding is decided: 1.05 KiB is 1075.2 bytes, 0.25 of a
+  // tenth of a MiB 26214.4.
+  for (uint64_t unit : {1ULL << 10, 1ULL << 20, 1ULL << 30, 1ULL << 40}) {
+    for (uint64_t t = 10; t < 200; ++t) {
+      const uint64_t at = unit * t / 10 + unit / 20;
+      for (uint64_t d : {at - 1, at, at + 1}) values.push_back(d);
+    }
+  }
+  for (int i = 0; i < 200000; ++i) values.push_back(random() >> (random() % 64));
+  for (uint64_t v : values) ASSERT_EQ(humanSize(v), printfSize(v)) << v;
+}
+
 }  // namespace byd

@@ -26,5 +26,15 @@ TEST(TopN, FewerThanTheLimitAndZero) {
   EXPECT_TRUE(none.take().empty());
 }
 
+TEST(TopN, ExactlyAtTheLimitAndOneBeyond) {
+  auto at = makeTopN<int>(4, std::less<int>());
+  for (int v : {8, 2, 6, 4}) at.offer(v);  // gathered, never a heap
+  EXPECT_EQ(at.take(), (std::vector<int>{2, 4, 6, 8}));
+  auto beyond = makeTopN<int>(4, std::less<int>());
+  for (int v : {8, 2, 6, 4, 5, 9, 1}) beyond.offer(v);  // a heap from the fifth on
+  EXPECT_EQ(beyond.seen(), 7u);
+  EXPECT_EQ(beyond.take(), (std::vector<int>{1, 2, 4, 5}));
+}
+
 }  // namespace
 }  // namespace byd
