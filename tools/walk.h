@@ -1,7 +1,10 @@
 #pragma once
 // A depth-first walk over a backend's tree, used by glob and grep. It never follows symlinks
 // into directories (so no loops and no escapes), skips `.git` unless asked, and checks the
-// cancel token between directories. Stateless; safe to run several walks at once.
+// cancel token between directories. Where the machine has a second core, a second thread
+// lists directories beside the first once there are two to read (the kernel's directory
+// reads and stats are most of a walk): `visit` and `descend` are still called one at a time,
+// `detail` from either thread. Safe to run several walks at once.
 
 #include <functional>
 #include <string>
