@@ -19,23 +19,23 @@ WorkerPool::~WorkerPool() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    for (Sleeper* s : sleeping_) s->cv.notify_one();
   }
-  cv_.notify_all();
   threads_.clear();  // joins
 }
 
 void WorkerPool::post(std::function<void()> job) {
-  size_t queued;
-  {
-    std::lock_guard lock(mu_);
-    queue_.push_back(std::move(job));
-    queued = queued_.fetch_add(1) + 1;
-  }
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(job));
+  const size_t queued = queued_.fetch_add(1) + 1;
   // A polling worker takes a lone job without being woken: waking a sleeper as well would only
   // have it find the queue empty again, a context switch for nothing. The poller looks at the
   // queue under the lock before it sleeps, so the job cannot be missed.
-  if (queued == 1 && polling_.load()) return;
-  cv_.notify_one();
+  if ((queued == 1 && polling_.load()) || sleeping_.empty()) return;
+  Sleeper* last = sleeping_.back();
+  sleeping_.pop_back();
+  last->woken = true;
+  last->cv.notify_one();
 }
 
 bool WorkerPool::pollForWork() {
@@ -54,6 +54,7 @@ bool WorkerPool::pollForWork() {
 }
 
 void WorkerPool::loop() {
+  Sleeper me;
   while (true) {
     std::function<void()> job;
     {
@@ -63,7 +64,13 @@ void WorkerPool::loop() {
         pollForWork();
         lock.lock();
       }
-      cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      while (queue_.empty() && !stopping_) {
+        sleeping_.push_back(&me);
+        me.cv.wait(lock, [&] { return me.woken || stopping_; });
+        me.woken = false;
+        // Woken by stopping, or spuriously: still on the stack.
+        std::erase(sleeping_, &me);
+      }
       if (queue_.empty()) return;  // stopping, and nothing left to run
       job = std::move(queue_.front());
       queue_.pop_front();

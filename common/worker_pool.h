@@ -5,7 +5,10 @@
 // through asio::thread_pool and 90 µs run inline), which would dominate every quick tool call
 // of a client that sends one request after another. At most one worker polls at a time, and
 // it yields between looks, so the cost is bounded to one core for `spin` after the last job
-// and gives way to any other runnable thread. Thread-safe.
+// and gives way to any other runnable thread. A job wakes the worker that went to sleep last:
+// the one whose caches, and whose allocator's free pages, are warmest. A client that sends one
+// request after another is then served by one thread, and the pages a large answer freed are
+// reused by the next, not kept in each worker's heap. Thread-safe.
 
 #include <atomic>
 #include <chrono>
@@ -30,13 +33,18 @@ class WorkerPool {
   void post(std::function<void()> job);
 
  private:
+  // A sleeping worker, on the stack of those idle (the last to sleep on top).
+  struct Sleeper {
+    std::condition_variable cv;
+    bool woken = false;
+  };
   void loop();
   // Polls for up to spin_ while the queue is empty; true if it became non-empty.
   bool pollForWork();
 
   const std::chrono::microseconds spin_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::vector<Sleeper*> sleeping_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::atomic<size_t> queued_{0};     // lock-free view of queue_.size() for the poller

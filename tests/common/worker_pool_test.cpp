@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <latch>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace byd {
 namespace {
@@ -59,6 +61,20 @@ TEST(WorkerPool, WithoutPollingStillRunsJobs) {
     for (int i = 0; i < 100; ++i) pool.post([&] { done.fetch_add(1); });
   }
   EXPECT_EQ(done.load(), 100);
+}
+
+TEST(WorkerPool, OneJobAfterAnotherIsServedByTheWorkerThatSleptLast) {
+  WorkerPool pool(4, std::chrono::microseconds(0));  // no polling: every job wakes a sleeper
+  std::set<std::thread::id> served;
+  for (int i = 0; i < 20; ++i) {
+    std::promise<std::thread::id> ran;
+    auto id = ran.get_future();
+    pool.post([&ran] { ran.set_value(std::this_thread::get_id()); });
+    served.insert(id.get());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // it goes back to sleep
+  }
+  // The first job may find any worker; from then on, the one that just slept is woken.
+  EXPECT_LE(served.size(), 2u);
 }
 
 TEST(WorkerPool, JobsPostedFromJobsRun) {
