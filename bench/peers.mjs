@@ -395,9 +395,13 @@ try {
       }
     }
   }
+  // What each keeps once left alone: a server may give memory back when idle (ours after 1 s,
+  // a Node server when its garbage collector runs).
+  await new Promise((resolve) => setTimeout(resolve, 2000));
   for (const s of servers) {
     const r = results.servers[s.name];
     r.peak_rss_kib = rssKiB(s.pid, 'VmHWM');
+    r.rss_idle_kib = rssKiB(s.pid, 'VmRSS');
     for (const op of OPS) {
       const rounds = samples[s.name][op];
       const all = rounds.flat().sort((a, b) => a - b);
@@ -432,7 +436,8 @@ function printTable(res) {
       return `${fmt(o.median_ms)} [${fmt(o.p25_ms)}-${fmt(o.p75_ms)}]${ratio}`;
     })]);
   }
-  for (const [key, title] of [['rss_after_warmup_kib', 'RSS after warm-up, MiB'], ['peak_rss_kib', 'peak RSS (VmHWM), MiB']]) {
+  for (const [key, title] of [['rss_after_warmup_kib', 'RSS after warm-up, MiB'],
+    ['rss_idle_kib', 'RSS after the run and 2 s idle, MiB'], ['peak_rss_kib', 'peak RSS (VmHWM), MiB']]) {
     rows.push([title, ...names.map((n) => {
       const v = res.servers[n][key];
       const ratio = base && n !== 'backyard' ? `  x${(v / base[key]).toFixed(1)}` : '';

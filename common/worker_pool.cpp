@@ -10,7 +10,9 @@ inline void cpuRelax() { std::this_thread::yield(); }
 
 }  // namespace
 
-WorkerPool::WorkerPool(size_t threads, std::chrono::microseconds spin) : spin_(spin) {
+WorkerPool::WorkerPool(size_t threads, std::chrono::microseconds spin, std::function<void()> idle,
+                       std::chrono::milliseconds idle_after)
+    : spin_(spin), idle_(std::move(idle)), idle_after_(idle_after) {
   for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i)
     threads_.emplace_back([this] { loop(); });
 }
@@ -64,9 +66,19 @@ void WorkerPool::loop() {
         pollForWork();
         lock.lock();
       }
+      bool idled = !idle_;  // the idle work is done once per pause
       while (queue_.empty() && !stopping_) {
         sleeping_.push_back(&me);
-        me.cv.wait(lock, [&] { return me.woken || stopping_; });
+        if (idled) {
+          me.cv.wait(lock, [&] { return me.woken || stopping_; });
+        } else if (!me.cv.wait_for(lock, idle_after_, [&] { return me.woken || stopping_; })) {
+          std::erase(sleeping_, &me);  // not to be woken while it works
+          lock.unlock();
+          idle_();
+          lock.lock();
+          idled = true;
+          continue;
+        }
         me.woken = false;
         // Woken by stopping, or spuriously: still on the stack.
         std::erase(sleeping_, &me);

@@ -23,8 +23,13 @@ namespace byd {
 
 class WorkerPool {
  public:
+  // `idle`, if given, is run by a worker that has had nothing to do for `idle_after` since its
+  // last job (once per such pause; a job posted meanwhile goes to another sleeping worker, or
+  // waits for it).
   explicit WorkerPool(size_t threads,
-                      std::chrono::microseconds spin = std::chrono::microseconds(500));
+                      std::chrono::microseconds spin = std::chrono::microseconds(500),
+                      std::function<void()> idle = nullptr,
+                      std::chrono::milliseconds idle_after = std::chrono::milliseconds(1000));
   // Runs every job already posted, then joins the threads.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
@@ -43,6 +48,8 @@ class WorkerPool {
   bool pollForWork();
 
   const std::chrono::microseconds spin_;
+  const std::function<void()> idle_;
+  const std::chrono::milliseconds idle_after_;
   std::mutex mu_;
   std::vector<Sleeper*> sleeping_;
   std::deque<std::function<void()>> queue_;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/memory.h"
 #include "mcp/elicitation.h"
 #include "mcp/request_scope.h"
 #include "mcp/server_helpers.h"
@@ -99,7 +100,8 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
       options_(std::move(options)),
       guard_(guard),
       client_requests_(transport),
-      pool_(options_.workers) {
+      // A worker idle for a second gives back what its heap freed (large answers' pages).
+      pool_(options_.workers, std::chrono::microseconds(500), releaseFreedMemory) {
   bindMethods();
 }
 

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,8 +28,13 @@ class Walk {
     walk([&] {
       // A second walker once there is more than one directory to read, where there is a
       // second core for it: a small walk costs no thread.
-      if (!helper.joinable() && stack_.size() > 1 && std::thread::hardware_concurrency() > 1) {
-        helper = std::thread([this] { walk(nullptr); });
+      if (!helper.joinable() && !no_helper_ && stack_.size() > 1 &&
+          std::thread::hardware_concurrency() > 1) {
+        try {
+          helper = std::thread([this] { walk(nullptr); });
+        } catch (const std::system_error&) {  // no thread to be had: one walker does it all
+          no_helper_ = true;
+        }
       }
     });
     if (helper.joinable()) helper.join();
@@ -112,6 +118,7 @@ class Walk {
   int busy_ = 0;       // walkers listing a directory
   bool done_ = false;  // visit said stop, or the walk was cancelled
   bool cancelled_ = false;
+  bool no_helper_ = false;  // a thread could not be made
 };
 
 }  // namespace

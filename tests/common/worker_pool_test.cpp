@@ -77,6 +77,19 @@ TEST(WorkerPool, OneJobAfterAnotherIsServedByTheWorkerThatSleptLast) {
   EXPECT_LE(served.size(), 2u);
 }
 
+TEST(WorkerPool, AnIdleWorkerRunsTheIdleWorkOncePerPause) {
+  std::atomic<int> idled{0}, done{0};
+  WorkerPool pool(
+      2, std::chrono::microseconds(0), [&] { idled.fetch_add(1); }, std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int first = idled.load();
+  EXPECT_EQ(first, 2);  // each worker, once: not every 50 ms
+  pool.post([&] { done.fetch_add(1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(done.load(), 1);
+  EXPECT_EQ(idled.load(), first + 1);  // the worker that ran the job paused again
+}
+
 TEST(WorkerPool, JobsPostedFromJobsRun) {
   std::atomic<int> done{0};
   {
