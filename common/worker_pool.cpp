@@ -13,8 +13,18 @@ inline void cpuRelax() { std::this_thread::yield(); }
 WorkerPool::WorkerPool(size_t threads, std::chrono::microseconds spin, std::function<void()> idle,
                        std::chrono::milliseconds idle_after)
     : spin_(spin), idle_(std::move(idle)), idle_after_(idle_after) {
-  for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i)
-    threads_.emplace_back([this] { loop(); });
+  try {
+    for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i)
+      threads_.emplace_back([this] { loop(); });
+  } catch (...) {  // the workers started so far must end, or their join waits forever
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      for (Sleeper* s : sleeping_) s->cv.notify_one();
+    }
+    threads_.clear();
+    throw;
+  }
 }
 
 WorkerPool::~WorkerPool() {

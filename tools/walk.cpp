@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -25,26 +26,43 @@ class Walk {
   Status run(const std::string& start_key) {
     stack_.emplace_back(start_key, "");
     std::thread helper;
+    // A second walker once there is more than one directory to read, where there is a
+    // second core for it: a small walk costs no thread.
+    bool may_help = std::thread::hardware_concurrency() > 1;
     walk([&] {
-      // A second walker once there is more than one directory to read, where there is a
-      // second core for it: a small walk costs no thread.
-      if (!helper.joinable() && !no_helper_ && stack_.size() > 1 &&
-          std::thread::hardware_concurrency() > 1) {
-        try {
-          helper = std::thread([this] { walk(nullptr); });
-        } catch (const std::system_error&) {  // no thread to be had: one walker does it all
-          no_helper_ = true;
-        }
+      if (!may_help || helper.joinable() || stack_.size() < 2) return;
+      try {
+        helper = std::thread([this] { walk(nullptr); });
+      } catch (const std::exception&) {  // no thread to be had: one walker does it all
+        may_help = false;
       }
     });
     if (helper.joinable()) helper.join();
+    // What a walker threw (memory ran out, say) is the caller's, from its own thread.
+    if (error_) std::rethrow_exception(error_);
     return cancelled_ ? cancelled("cancelled") : okStatus();
   }
 
  private:
-  // `more`, called under the lock after each directory, may add walkers.
+  // `more`, called under the lock after each directory, may add walkers. An exception ends
+  // the walk for every walker and is kept for run() to throw.
   void walk(const std::function<void()>& more) {
-    std::unique_lock lock(mu_);
+    std::unique_lock lock(mu_, std::defer_lock);
+    bool listing = false;
+    try {
+      lock.lock();
+      walkLocked(lock, listing, more);
+    } catch (...) {
+      if (!lock.owns_lock()) lock.lock();
+      if (listing) --busy_;
+      if (!error_) error_ = std::current_exception();
+      done_ = true;
+    }
+    work_.notify_all();
+  }
+
+  void walkLocked(std::unique_lock<std::mutex>& lock, bool& listing,
+                  const std::function<void()>& more) {
     for (;;) {
       work_.wait(lock, [this] { return !stack_.empty() || busy_ == 0 || done_; });
       if (done_ || stack_.empty()) break;  // nothing left, and nobody is listing more
@@ -55,15 +73,16 @@ class Walk {
       auto [dir_key, dir_rel] = std::move(stack_.back());
       stack_.pop_back();
       ++busy_;
+      listing = true;
       lock.unlock();
       std::deque<FileInfo> entries = list(dir_key, dir_rel);
       lock.lock();
+      listing = false;
       --busy_;
       if (!done_) visitAll(dir_key, dir_rel, entries);
       if (more) more();
       work_.notify_all();
     }
-    work_.notify_all();
   }
 
   std::deque<FileInfo> list(const std::string& dir_key, const std::string& dir_rel) {
@@ -118,7 +137,7 @@ class Walk {
   int busy_ = 0;       // walkers listing a directory
   bool done_ = false;  // visit said stop, or the walk was cancelled
   bool cancelled_ = false;
-  bool no_helper_ = false;  // a thread could not be made
+  std::exception_ptr error_;  // the first a walker threw
 };
 
 }  // namespace

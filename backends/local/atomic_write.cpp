@@ -67,6 +67,12 @@ class TempFile {
   }
 
   int fd() const { return fd_.get(); }
+  // Closes the file, saying whether the data was written: a network or FUSE file system may
+  // report a failed write only here (without an fsync before it).
+  Status close(const std::string& key) {
+    if (::close(fd_.release()) != 0 && errno != EINTR) return errnoStatus(errno, key);
+    return okStatus();
+  }
 
   // Renames the temp file over `target` (or, with `no_replace`, only if it does not exist).
   Status commit(const std::string& target, bool no_replace, const std::string& key) {
@@ -241,6 +247,7 @@ Result<WriteOutcome> replaceAtomically(const WriteTarget& target, bool append,
   if (sync && ::fsync(tmp.fd()) != 0) return errnoStatus(errno, key);
   struct stat st;
   if (::fstat(tmp.fd(), &st) != 0) return errnoStatus(errno, key);
+  BYD_RETURN_IF_ERROR(tmp.close(key));
   BYD_RETURN_IF_ERROR(tmp.commit(target.name, no_replace, key));
   if (sync) syncDir(target.dir.get());
   return WriteOutcome{!target.exists, static_cast<uint64_t>(st.st_size)};

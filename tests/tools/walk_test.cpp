@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "backends/local/local_backend.h"
@@ -110,6 +112,29 @@ TEST_F(WalkTest, ACancelledWalkSaysSo) {
                                  });
   EXPECT_EQ(walked.code(), Code::kCancelled);
   EXPECT_LT(visits, 200u);
+}
+
+TEST_F(WalkTest, WhatAVisitOrADetailThrowsReachesTheCaller) {
+  // Either walker may be the one that meets it: it ends the walk, the caller gets it.
+  size_t visits = 0;
+  EXPECT_THROW(walkTree(*backend_, "", WalkOptions{}, CancelToken(),
+                        [&](const std::string&, const std::string&, const FileInfo&) -> bool {
+                          if (++visits == 100) throw std::runtime_error("visit");
+                          return true;
+                        }),
+               std::runtime_error);
+  WalkOptions options;
+  size_t details = 0;
+  std::mutex mu;
+  options.detail = [&](const std::string&, FileType) {
+    std::lock_guard lock(mu);
+    if (++details == 100) throw std::runtime_error("detail");
+    return false;
+  };
+  EXPECT_THROW(
+      walkTree(*backend_, "", options, CancelToken(),
+               [](const std::string&, const std::string&, const FileInfo&) { return true; }),
+      std::runtime_error);
 }
 
 }  // namespace
