@@ -168,6 +168,18 @@ class FileSystem {
     (void)detail;
     return listEach(key, visit);
   }
+  // listTyped, provided no symbolic link lies on the way to `key`, checked by the kernel as it
+  // opens the directory: the listing is then of the directory its key names, so a caller that
+  // judges paths by their names need not follow links first. nullopt, having listed nothing,
+  // where a link lies on the way, on any failure to open, or where the backend cannot tell.
+  virtual std::optional<Status> listTypedDirect(
+      const std::string& key, const Detail& detail,
+      const std::function<bool(const FileInfo&)>& visit) const {
+    (void)key;
+    (void)detail;
+    (void)visit;
+    return std::nullopt;
+  }
   // Up to `max_bytes` bytes of a regular file, starting at byte `offset`.
   virtual Result<std::string> read(const std::string& key, uint64_t offset,
                                    uint64_t max_bytes) const = 0;

@@ -292,6 +292,9 @@ struct GlobMatcher::Compiled {
   std::string pattern;
   std::string prefix;
   std::vector<std::string> prefix_parts;
+  // The literal bytes every match ends with (".txt" for "**/*.txt"), so most paths that do not
+  // match are told without the regex.
+  std::string suffix;
   std::unique_ptr<const RE2> full;
   // Per-component regexes for couldMatchBelow; empty when braces cross components, in which
   // case pruning falls back to the literal prefix.
@@ -320,6 +323,15 @@ Result<GlobMatcher> GlobMatcher::compile(std::string_view pattern, bool ignore_c
   c->full = compileRegex(regex);
   if (!c->full->ok()) return translator.error("too complex (" + c->full->error() + ")", 0);
 
+  if (!ignore_case) {
+    // Within the last component only: "**/x" matches "x" too, which does not end with "/x".
+    size_t start = body.size();
+    while (start > 0 &&
+           std::string_view("*?[]{}\\/").find(body[start - 1]) == std::string_view::npos) {
+      --start;
+    }
+    c->suffix = std::string(body.substr(start));
+  }
   bool crossing = false;
   const std::vector<Span> spans = splitComponents(body, crossing);
   for (size_t k = 0; k + 1 < spans.size() && !ignore_case; ++k) {
@@ -343,6 +355,7 @@ Result<GlobMatcher> GlobMatcher::compile(std::string_view pattern, bool ignore_c
 }
 
 bool GlobMatcher::matches(std::string_view path) const {
+  if (!path.ends_with(compiled_->suffix)) return false;
   return RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *compiled_->full);
 }
 

@@ -400,6 +400,12 @@ Status DockerBackend::listTyped(const std::string& key, const Detail& detail,
   AsUser as(uid_, gid_);
   return files_->listTyped(key, detail, visit);
 }
+std::optional<Status> DockerBackend::listTypedDirect(
+    const std::string& key, const Detail& detail,
+    const std::function<bool(const FileInfo&)>& visit) const {
+  AsUser as(uid_, gid_);
+  return files_->listTypedDirect(key, detail, visit);
+}
 Result<std::string> DockerBackend::read(const std::string& key, uint64_t offset,
                                         uint64_t max_bytes) const {
   AsUser as(uid_, gid_);

@@ -95,6 +95,9 @@ class DockerBackend : public Backend, public Executor {
                   const std::function<bool(const FileInfo&)>& visit) const override;
   Status listTyped(const std::string& key, const Detail& detail,
                    const std::function<bool(const FileInfo&)>& visit) const override;
+  std::optional<Status> listTypedDirect(
+      const std::string& key, const Detail& detail,
+      const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Status readStream(const std::string& key, size_t chunk_bytes,

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -213,34 +214,55 @@ Status LocalBackend::listTyped(const std::string& key, const Detail& detail,
                                const std::function<bool(const FileInfo&)>& visit) const {
   BYD_ASSIGN_OR_RETURN(Location loc, locate(key));
   BYD_ASSIGN_OR_RETURN(UniqueFd fd, loc.resolver->open(loc.rel, O_RDONLY | O_DIRECTORY));
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), &::closedir);
-  if (!dir) return errnoStatus(errno, loc.key);
-  fd.release();  // now owned by `dir`
+  return listOpen(fd.get(), loc.key, detail, visit);
+}
+
+std::optional<Status> LocalBackend::listTypedDirect(
+    const std::string& key, const Detail& detail,
+    const std::function<bool(const FileInfo&)>& visit) const {
+  auto loc = locate(key);
+  if (!loc.ok()) return std::nullopt;
+  const int fd = loc->resolver->openWithoutSymlinksRaw(loc->rel, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return std::nullopt;
+  const UniqueFd owned(fd);
+  return listOpen(fd, loc->key, detail, visit);
+}
+
+Status LocalBackend::listOpen(int dir_fd, const std::string& key, const Detail& detail,
+                              const std::function<bool(const FileInfo&)>& visit) const {
+  // getdents64 itself rather than readdir: fdopendir costs a stat and two fcntls per directory,
+  // which a walk of many small directories feels.
+  alignas(struct dirent64) char buf[32 * 1024];
   for (;;) {
-    errno = 0;
-    const struct dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) break;
-    const std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    if (detail) {
-      const FileType type = fileTypeOfDirent(entry->d_type);
-      if (entry->d_type != DT_UNKNOWN && !detail(name, type)) {
-        FileInfo info;
-        info.name = std::string(name);
-        info.type = type;
-        if (!visit(info)) return okStatus();
-        continue;
+    const long got = ::syscall(SYS_getdents64, dir_fd, buf, sizeof buf);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errnoStatus(errno, key);
+    }
+    if (got == 0) return okStatus();
+    for (long pos = 0; pos < got;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buf + pos);
+      pos += entry->d_reclen;
+      const std::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (detail && entry->d_type != DT_UNKNOWN) {
+        const FileType type = fileTypeOfDirent(entry->d_type);
+        if (!detail(name, type)) {
+          FileInfo info;
+          info.name = std::string(name);
+          info.type = type;
+          if (!visit(info)) return okStatus();
+          continue;
+        }
       }
+      struct stat st;
+      if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;  // removed since it was listed
+        return errnoStatus(errno, joinKey(key, name));
+      }
+      if (!visit(infoFrom(std::string(name), st))) return okStatus();
     }
-    struct stat st;
-    if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;  // removed since readdir saw it
-      return errnoStatus(errno, joinKey(loc.key, name));
-    }
-    if (!visit(infoFrom(std::string(name), st))) return okStatus();
   }
-  if (errno != 0) return errnoStatus(errno, loc.key);
-  return okStatus();
 }
 
 Result<UniqueFd> LocalBackend::openRegular(const Location& loc, struct stat* st) const {

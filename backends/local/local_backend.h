@@ -42,6 +42,9 @@ class LocalBackend : public Backend, public Executor {
                   const std::function<bool(const FileInfo&)>& visit) const override;
   Status listTyped(const std::string& key, const Detail& detail,
                    const std::function<bool(const FileInfo&)>& visit) const override;
+  std::optional<Status> listTypedDirect(
+      const std::string& key, const Detail& detail,
+      const std::function<bool(const FileInfo&)>& visit) const override;
   Result<std::string> read(const std::string& key, uint64_t offset,
                            uint64_t max_bytes) const override;
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
@@ -93,6 +96,9 @@ class LocalBackend : public Backend, public Executor {
       : root_(std::move(root)), allowed_(std::move(allowed)) {}
 
   Result<Location> locate(std::string_view path) const;
+  // Lists the open directory `dir_fd`, whose key is `key`, as listTyped() does.
+  Status listOpen(int dir_fd, const std::string& key, const Detail& detail,
+                  const std::function<bool(const FileInfo&)>& visit) const;
   // realKey() with at most `hops` more symlinks followed by hand (dangling ones, see below).
   Result<std::string> realKeyWithin(const std::string& key, int hops) const;
   // The real key of a path that does not exist: its parent's real key and its name, or where

@@ -15,8 +15,10 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/test_util.h"
@@ -256,6 +258,60 @@ TEST_P(LocalBackendTest, ListTypedReadsOnlyTheEntriesAskedFor) {
   EXPECT_EQ(byName["ln"].mtime_ns, 0);
   EXPECT_EQ(byName["d"].type, FileType::kDir);
   EXPECT_EQ(byName["pipe"].type, FileType::kOther);
+}
+
+// A directory listed directly (no symlink on the way, checked by the kernel) gives what
+// listTyped() gives, whatever its size; through a link, or where only the walk resolves, it
+// lists nothing and says so.
+TEST_P(LocalBackendTest, ListsDirectlyOnlyWhereNoLinkLiesOnTheWay) {
+  fs::create_directories(ws_ / "d/many");
+  link("d", ws_ / "ld");
+  // Names long enough that one read of the directory cannot hold them all.
+  std::set<std::string> made;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string name = "an-entry-with-a-rather-long-name-" + std::to_string(i);
+    tmp_.write("ws/d/many/" + name, "x");
+    made.insert(name);
+  }
+  auto names = [](auto&& list) {
+    std::set<std::string> seen;
+    size_t visits = 0;
+    auto status = list([&](const FileInfo& e) {
+      seen.insert(e.name);
+      ++visits;
+      EXPECT_EQ(e.size, 1u) << e.name;
+      return true;
+    });
+    return std::make_tuple(std::move(seen), visits, std::move(status));
+  };
+  auto [typed, typed_visits, typed_status] =
+      names([&](const auto& v) { return backend_->listTyped("d/many", nullptr, v); });
+  ASSERT_TRUE(typed_status.ok()) << typed_status.toString();
+  EXPECT_EQ(typed, made);
+  EXPECT_EQ(typed_visits, made.size());
+
+  auto noop = [](const FileInfo&) { return true; };
+  if (GetParam() == ResolveStrategy::kWalk) {
+    EXPECT_FALSE(backend_->listTypedDirect("d/many", nullptr, noop).has_value());
+    return;
+  }
+  auto [direct, direct_visits, direct_status] = names([&](const auto& v) {
+    std::optional<Status> s = backend_->listTypedDirect("d/many", nullptr, v);
+    return s.value_or(internalError("not listed directly"));
+  });
+  ASSERT_TRUE(direct_status.ok()) << direct_status.toString();
+  EXPECT_EQ(direct, made);
+  EXPECT_EQ(direct_visits, made.size());
+  int visited = 0;
+  auto count = [&](const FileInfo&) { return ++visited, true; };
+  EXPECT_FALSE(backend_->listTypedDirect("ld", nullptr, count).has_value());
+  EXPECT_FALSE(backend_->listTypedDirect("ld/many", nullptr, count).has_value());
+  EXPECT_FALSE(backend_->listTypedDirect("missing", nullptr, count).has_value());
+  EXPECT_FALSE(backend_->listTypedDirect("hello.txt", nullptr, count).has_value());
+  EXPECT_EQ(visited, 0);
+  // Through the link, listTyped() still lists it.
+  EXPECT_TRUE(backend_->listTyped("ld", nullptr, count).ok());
+  EXPECT_EQ(visited, 1);  // "many"
 }
 
 // What a write syncs, seen by a child whose fsync fails: with --write-sync the write fails

@@ -240,6 +240,29 @@ TEST(GlobTest, CouldMatchBelow) {
   }
 }
 
+TEST(GlobTest, LiteralEndingAgreesWithTheRegex) {
+  // matches() turns most paths away by the literal end of the pattern before running the
+  // regex: it must answer as the regex alone does, wherever the pattern's end lies.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const MatchCase& c : kCases) pairs.emplace_back(c.pattern, c.path);
+  const char* patterns[] = {"**/x",    "**/*.txt", "src/main.c", "a/**",     "{a,b}/x.txt",
+                            "*.{c,h}", "x\\*",     "a/",         "**/a.b/c", "a?c"};
+  const char* paths[] = {"x",   "a/x", "b.txt", "d/b.txt", "src/main.c", "a/b", "a/x.txt", "m.c",
+                         "m.h", "x*",  "a/",    "a.b/c",   "q/a.b/c",    "abc", "b/x.txt"};
+  for (const char* pattern : patterns) {
+    for (const char* path : paths) pairs.emplace_back(pattern, path);
+  }
+  for (const auto& [pattern, path] : pairs) {
+    auto glob = GlobMatcher::compile(pattern);
+    ASSERT_TRUE(glob.ok()) << pattern;
+    const RE2 re(glob->regex(), GlobMatcher::regexOptions());
+    EXPECT_EQ(glob->matches(path), RE2::FullMatch(path, re)) << pattern << " on " << path;
+  }
+  EXPECT_TRUE(GlobMatcher::compile("**/x")->matches("x"));
+  EXPECT_TRUE(GlobMatcher::compile("**/*.txt")->matches("d/b.txt"));
+  EXPECT_FALSE(GlobMatcher::compile("**/*.txt")->matches("d/b.txt.bak"));
+}
+
 TEST(GlobTest, PruningIsConsistentWithMatching) {
   // Whenever a path matches, every ancestor directory must survive pruning.
   const char* patterns[] = {"src/lib/**/*.c", "**/x", "a/*/b", "{a,b/c}/**", "*/**/z"};

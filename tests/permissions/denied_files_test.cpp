@@ -57,6 +57,32 @@ TEST_F(DeniedFilesTest, AHardLinkToASecretIsJudgedAsTheSecret) {
   EXPECT_TRUE(unindexed.read("notes.txt", 0, 100).ok());
 }
 
+// Listings go the short way where no symlink lies on the path; a directory reached through
+// one is still judged by where it leads, and what the rules deny is still left out.
+TEST_F(DeniedFilesTest, AListingThroughALinkIsJudgedByWhereItLeads) {
+  std::filesystem::create_directories(tmp_.path() / "d/.ssh");
+  write("d/.ssh/id_ed25519", "KEY\n");
+  write("d/plain.txt", "x\n");
+  std::filesystem::create_directory_symlink("d/.ssh", tmp_.path() / "keys");
+  std::filesystem::create_directory_symlink("d", tmp_.path() / "dl");
+  DeniedFiles files;
+  GuardedBackend lister(*backend_, guard_, Operation::kLs, nullptr, &files);
+  std::vector<std::string> seen;
+  auto keep = [&](const FileInfo& e) { return seen.push_back(e.name), true; };
+  const Status through = lister.listEach("keys", keep);
+  EXPECT_EQ(through.code(), Code::kPermissionDenied);
+  EXPECT_EQ(through.message(),
+            "read denied for 'keys': it leads to 'd/.ssh', which the rules deny");
+  EXPECT_EQ(lister.listEach("d/.ssh", keep).code(), Code::kPermissionDenied);
+  EXPECT_TRUE(seen.empty());
+  ASSERT_TRUE(lister.listEach("d", keep).ok());
+  EXPECT_EQ(seen, std::vector<std::string>{"plain.txt"});
+  EXPECT_EQ(lister.hiddenCount(), 1u);
+  seen.clear();
+  ASSERT_TRUE(lister.listEach("dl", keep).ok());  // a link to a directory the rules allow
+  EXPECT_EQ(seen, std::vector<std::string>{"plain.txt"});
+}
+
 TEST_F(DeniedFilesTest, ALinkMadeAfterTheWalkIsFoundOnceTheIndexIsInvalidated) {
   write("a.txt", "plain\n");
   link("a.txt", "b.txt");
