@@ -114,8 +114,17 @@ Result<std::unique_ptr<LocalBackend>> LocalBackend::open(const std::string& root
     BYD_ASSIGN_OR_RETURN(PathResolver resolver, PathResolver::open(canonical, canonical, strategy));
     extra.push_back(std::move(resolver));
   }
-  return std::unique_ptr<LocalBackend>(
+  std::unique_ptr<LocalBackend> backend(
       new LocalBackend(std::move(root_resolver), std::move(extra)));
+  backend->setDirCache(true);
+  return backend;
+}
+
+void LocalBackend::setDirCache(bool on) {
+  cache_.reset();
+  if (!on) return;
+  const UniqueFd root(root_.openWithoutSymlinksRaw("", O_PATH | O_DIRECTORY));
+  if (root.valid()) cache_ = DirCache::forRoot(root.get(), {});
 }
 
 Result<LocalBackend::Location> LocalBackend::locate(std::string_view path) const {
@@ -222,10 +231,47 @@ std::optional<Status> LocalBackend::listTypedDirect(
     const std::function<bool(const FileInfo&)>& visit) const {
   auto loc = locate(key);
   if (!loc.ok()) return std::nullopt;
+  DirCache* const cache = loc->resolver == &root_ ? cache_.get() : nullptr;
+  if (cache != nullptr) {
+    if (const DirCache::Listing held = cache->find(loc->rel)) {
+      for (const FileInfo& entry : *held) {
+        if (!visit(entry)) break;
+      }
+      return okStatus();
+    }
+  }
   const int fd = loc->resolver->openWithoutSymlinksRaw(loc->rel, O_RDONLY | O_DIRECTORY);
   if (fd < 0) return std::nullopt;
   const UniqueFd owned(fd);
+  if (cache != nullptr) {
+    if (std::optional<Status> kept = listAndKeep(*cache, fd, *loc, visit)) return kept;
+  }
   return listOpen(fd, loc->key, detail, visit);
+}
+
+std::optional<Status> LocalBackend::listAndKeep(
+    DirCache& cache, int dir_fd, const Location& loc,
+    const std::function<bool(const FileInfo&)>& visit) const {
+  // Past a few thousand entries a directory is read as it streams, not held.
+  constexpr off_t kMaxKeptDirBytes = 256 * 1024;
+  struct stat st;
+  if (::fstat(dir_fd, &st) != 0 || st.st_size > kMaxKeptDirBytes) return std::nullopt;
+  const std::optional<uint64_t> ticket =
+      cache.watch(loc.rel, dir_fd, [this](const std::string& rel) {
+        return root_.openWithoutSymlinksRaw(rel, O_PATH | O_DIRECTORY);
+      });
+  if (!ticket) return std::nullopt;
+  // Every entry in full, so the listing serves whatever a later walk asks of it.
+  auto entries = std::make_shared<std::vector<FileInfo>>();
+  BYD_RETURN_IF_ERROR(listOpen(dir_fd, loc.key, nullptr, [&](const FileInfo& e) {
+    entries->push_back(e);
+    return true;
+  }));
+  cache.store(loc.rel, *ticket, entries);
+  for (const FileInfo& entry : *entries) {
+    if (!visit(entry)) break;
+  }
+  return okStatus();
 }
 
 Status LocalBackend::listOpen(int dir_fd, const std::string& key, const Detail& detail,

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/egress/network_policy.h"
+#include "backends/local/dir_cache.h"
 #include "backends/local/package_installer.h"
 #include "backends/local/path_resolver.h"
 #include "backends/local/python_sessions.h"
@@ -42,6 +43,9 @@ class LocalBackend : public Backend, public Executor {
                   const std::function<bool(const FileInfo&)>& visit) const override;
   Status listTyped(const std::string& key, const Detail& detail,
                    const std::function<bool(const FileInfo&)>& visit) const override;
+  // Turns the listing cache (see dir_cache.h) on or off; on by default where it can be had.
+  void setDirCache(bool on);
+  const DirCache* dirCache() const { return cache_.get(); }
   std::optional<Status> listTypedDirect(
       const std::string& key, const Detail& detail,
       const std::function<bool(const FileInfo&)>& visit) const override;
@@ -96,6 +100,10 @@ class LocalBackend : public Backend, public Executor {
       : root_(std::move(root)), allowed_(std::move(allowed)) {}
 
   Result<Location> locate(std::string_view path) const;
+  // Lists the open directory `dir_fd` in full into `cache`, then visits it; nullopt (having
+  // read nothing) when the cache cannot keep it.
+  std::optional<Status> listAndKeep(DirCache& cache, int dir_fd, const Location& loc,
+                                    const std::function<bool(const FileInfo&)>& visit) const;
   // Lists the open directory `dir_fd`, whose key is `key`, as listTyped() does.
   Status listOpen(int dir_fd, const std::string& key, const Detail& detail,
                   const std::function<bool(const FileInfo&)>& visit) const;
@@ -108,6 +116,9 @@ class LocalBackend : public Backend, public Executor {
 
   PathResolver root_;
   std::vector<PathResolver> allowed_;
+  // Listings of the workspace's directories while inotify reports no change (null where the
+  // file system may change without telling, or when turned off).
+  std::unique_ptr<DirCache> cache_;
   bool write_sync_ = false;
   std::unique_ptr<Sandbox> sandbox_;
   std::string sandbox_unavailable_;
