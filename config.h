@@ -23,6 +23,9 @@ struct Config {
   std::vector<std::string> allow;
   std::string state_file;
   bool state_sync = false;
+  // "on": tools declare outputSchema and answer structuredContent beside their text; "off":
+  // the text alone (see --structured-content).
+  std::string structured_content = "on";
   bool write_sync = false;  // fsync written files and their directories (see --write-sync)
   std::string log_level = "info";
   size_t max_message_bytes = 16 * 1024 * 1024;

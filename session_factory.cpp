@@ -325,6 +325,7 @@ mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) cons
   options.version = BYD_VERSION;
   options.instructions = stack.instructions;
   options.workers = config_.workers;
+  options.structured_content = config_.structured_content == "on";
   options.ask_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config_.ask_timeout_s * 1000));
   return options;

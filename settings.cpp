@@ -94,6 +94,19 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(write_sync)},
+      {"structured_content",
+       "--structured-content",
+       T::kChoice,
+       "on|off",
+       "on: the file tools, execute and run_python declare an outputSchema and answer "
+       "structuredContent beside their text (MCP 2025-06-18 and later); off: the text alone, "
+       "for clients that give the model the text (an answer half the size: a large read "
+       "is sent once, not twice)",
+       {"on", "off"},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(structured_content)},
       {"log_level",
        "--log-level",
        T::kChoice,

@@ -47,6 +47,9 @@ struct ServerOptions {
   // io.modelcontextprotocol/ keys in _meta, and server/discover, are.
   bool stateless_only = false;
   size_t max_listeners = 16;  // open subscriptions/listen streams (each holds a connection)
+  // The console tools declare outputSchema and answer structuredContent (2025-06-18 and
+  // later); false: their text alone.
+  bool structured_content = true;
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the

@@ -135,7 +135,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
   if (tool == nullptr || (options_.catalog && !options_.catalog->console_tools)) {
     return invalidArgument("unknown tool: " + p.name);
   }
-  const bool structured = atLeast(caller.version, "2025-06-18");
+  const bool structured = options_.structured_content && atLeast(caller.version, "2025-06-18");
   if (!toolOffered(*tool, backend_, nullptr)) return invalidArgument("unknown tool: " + p.name);
   // With a progressToken, long calls report progress as notifications/progress.
   std::function<void(double, std::string)> progress;
@@ -219,18 +219,20 @@ Result<json> Server::onListTools(const ListParams& p, const Caller& caller) {
   for (const Tool& tool : allTools()) {
     if (!console || !toolVisible(tool)) continue;
     const ToolSpec& spec = *tool.spec;
-    tools.push_back(toolForVersion({{"name", spec.name},
-                                    {"title", spec.title},
-                                    {"description", spec.description},
-                                    {"inputSchema", *tool.input_schema},
-                                    {"outputSchema", *tool.output_schema},
-                                    {"annotations",
-                                     {{"title", spec.title},
-                                      {"readOnlyHint", spec.read_only},
-                                      {"destructiveHint", spec.destructive},
-                                      {"idempotentHint", spec.idempotent},
-                                      {"openWorldHint", false}}}},
-                                   version));
+    json definition = {{"name", spec.name},
+                       {"title", spec.title},
+                       {"description", spec.description},
+                       {"inputSchema", *tool.input_schema},
+                       {"outputSchema", *tool.output_schema},
+                       {"annotations",
+                        {{"title", spec.title},
+                         {"readOnlyHint", spec.read_only},
+                         {"destructiveHint", spec.destructive},
+                         {"idempotentHint", spec.idempotent},
+                         {"openWorldHint", false}}}};
+    // A tool that declares an outputSchema must answer structuredContent.
+    if (!options_.structured_content) definition.erase("outputSchema");
+    tools.push_back(toolForVersion(std::move(definition), version));
   }
   if (options_.catalog) {
     for (const CatalogTool& tool : options_.catalog->tools) {

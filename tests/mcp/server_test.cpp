@@ -184,6 +184,29 @@ TEST_F(ServerTest, OlderClientsGetNoTitleOrOutputSchema) {
   EXPECT_FALSE(t.contains("annotations"));
 }
 
+TEST_F(ServerTest, WithoutStructuredContentToolsAnswerTheirTextAlone) {
+  ServerOptions options;
+  options.structured_content = false;
+  reset(options);
+  initialize("2025-06-18");
+  for (const json& t : call(2, "tools/list")["result"]["tools"]) {
+    EXPECT_FALSE(t.contains("outputSchema")) << t["name"];
+    EXPECT_EQ(t["inputSchema"]["type"], "object") << t["name"];
+  }
+  json r = call(3, "tools/call",
+                {{"name", "write_file"}, {"arguments", {{"path", "a.txt"}, {"content", "hi\n"}}}});
+  EXPECT_EQ(r["result"]["isError"], false);
+  EXPECT_FALSE(r["result"].contains("structuredContent"));
+  r = call(4, "tools/call", {{"name", "read_file"}, {"arguments", {{"path", "a.txt"}}}});
+  EXPECT_EQ(r["result"]["content"][0]["text"], "     1\thi\n");
+  EXPECT_FALSE(r["result"].contains("structuredContent"));
+  // The same server with them, for contrast.
+  reset(ServerOptions{});
+  initialize("2025-06-18");
+  r = call(5, "tools/call", {{"name", "read_file"}, {"arguments", {{"path", "a.txt"}}}});
+  EXPECT_EQ(r["result"]["structuredContent"]["content"], "hi\n");
+}
+
 TEST_F(ServerTest, ToolsListPaginatesStably) {
   ServerOptions options;
   options.page_size = 4;
