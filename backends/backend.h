@@ -159,9 +159,10 @@ class FileSystem {
   virtual Status listEach(const std::string& key,
                           const std::function<bool(const FileInfo&)>& visit) const;
   // The same, but the rest of an entry (size, times, mode, identity) is read only where
-  // `detail(name, type)` asks for it; elsewhere those are 0. A walk that shows a few entries
-  // of many costs a stat for those alone where the backend knows types without one (Local:
-  // getdents' d_type). The default reads all of every entry.
+  // `detail(name, type)` asks for it; elsewhere those may be 0 (or known already: a listing
+  // Local holds in memory has them all). A walk that shows a few entries of many costs a stat
+  // for those alone where the backend knows types without one (Local: getdents' d_type). The
+  // default reads all of every entry.
   using Detail = std::function<bool(std::string_view name, FileType type)>;
   virtual Status listTyped(const std::string& key, const Detail& detail,
                            const std::function<bool(const FileInfo&)>& visit) const {

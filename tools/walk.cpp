@@ -1,6 +1,7 @@
 #include "tools/walk.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -17,6 +18,9 @@ namespace {
 // of the walkers. A directory is listed outside the lock, which is where a walk spends its
 // time (the kernel's directory reads and stats); its entries are then visited under the lock,
 // so `visit` is called from one thread at a time.
+// How long a walk goes alone before it takes a second thread.
+constexpr std::chrono::milliseconds kAloneFor(2);
+
 class Walk {
  public:
   Walk(const Backend& backend, const WalkOptions& options, const CancelToken& cancel,
@@ -26,11 +30,15 @@ class Walk {
   Status run(const std::string& start_key) {
     stack_.emplace_back(start_key, "");
     std::thread helper;
-    // A second walker once there is more than one directory to read, where there is a
-    // second core for it: a small walk costs no thread.
+    // A second walker once there is more than one directory to read and the walk has taken
+    // a while, where there is a second core for it: a small walk, or one whose listings come
+    // from memory (the backend's cache), costs no thread; one that waits on the kernel
+    // lists two directories at a time.
     bool may_help = std::thread::hardware_concurrency() > 1;
+    const auto start = std::chrono::steady_clock::now();
     walk([&] {
       if (!may_help || helper.joinable() || stack_.size() < 2) return;
+      if (std::chrono::steady_clock::now() - start < kAloneFor) return;
       try {
         helper = std::thread([this] { walk(nullptr); });
       } catch (const std::exception&) {  // no thread to be had: one walker does it all
