@@ -4,7 +4,8 @@
 //
 //   npm ci --prefix bench/peers      # once: the SDK client and the two peers (pinned)
 //   node bench/peers.mjs [--binary build/backyard-mcp] [--fixture DIR] [--runs N]
-//                        [--only backyard|filesystem|desktop-commander] [--json out.json]
+//                        [--only backyard|backyard-text|filesystem|desktop-commander]
+//                        [--json out.json]
 //
 // Makes (or reuses) a seeded fixture of ~2,000 files / ~250 MB, starts each server, warms it up
 // and checks its answers, then times client.callTool for: ls of a 500-entry directory, a whole
@@ -31,13 +32,13 @@ for (let i = 2; i < process.argv.length; i++) {
   const key = process.argv[i].replace(/^--/, '');
   if (!(key in opts) || i + 1 >= process.argv.length) {
     console.error(`usage: node bench/peers.mjs [--binary PATH] [--fixture DIR] [--runs N] ` +
-      `[--only backyard|filesystem|desktop-commander] [--json FILE]`);
+      `[--only backyard|backyard-text|filesystem|desktop-commander] [--json FILE]`);
     process.exit(2);
   }
   opts[key] = key === 'runs' ? Math.max(1, parseInt(process.argv[++i], 10) || 1) : process.argv[++i];
 }
-if (opts.only && !['backyard', 'filesystem', 'desktop-commander'].includes(opts.only)) {
-  console.error('--only: backyard, filesystem or desktop-commander');
+if (opts.only && !['backyard', 'backyard-text', 'filesystem', 'desktop-commander'].includes(opts.only)) {
+  console.error('--only: backyard, backyard-text, filesystem or desktop-commander');
   process.exit(2);
 }
 opts.fixture = path.resolve(opts.fixture);
@@ -213,6 +214,19 @@ const SERVERS = {
       ls: async (call) => ({ count: (await call('ls', { path: 'wide' })).structuredContent.total }),
       read: async (call) => ({ text: (await call('read_file', { path: FILE_1M, limit: 100000 })).text }),
       write: async (call, content) => call('write_file', { path: 'scratch/backyard.dat', content }),
+      glob: async (call) => ({ count: countLines((await call('glob', { pattern: '**/*.txt' })).text, /\.txt$/) }),
+    },
+  },
+  // The same server answering its text alone (--structured-content off): half the bytes for
+  // a large read, for clients that give the model the text.
+  'backyard-text': {
+    command: opts.binary,
+    args: ['--root', FX, '--ruleset', 'permissive', '--log-level', 'off',
+      '--max-text-bytes', String(8 * MIB), '--structured-content', 'off'],
+    ops: {
+      ls: async (call) => ({ count: countLines((await call('ls', { path: 'wide' })).text, / \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ /) }),
+      read: async (call) => ({ text: (await call('read_file', { path: FILE_1M, limit: 100000 })).text }),
+      write: async (call, content) => call('write_file', { path: 'scratch/backyard-text.dat', content }),
       glob: async (call) => ({ count: countLines((await call('glob', { pattern: '**/*.txt' })).text, /\.txt$/) }),
     },
   },
@@ -423,6 +437,15 @@ try {
   await cleanUp();
 }
 
+function ours(name) { return name === 'backyard' || name === 'backyard-text'; }
+
+// "fs xA dc xB": each peer's median over `ms`.
+function peersOver(res, op, ms) {
+  const short = { filesystem: 'fs', 'desktop-commander': 'dc' };
+  return Object.keys(short).filter((n) => res.servers[n])
+    .map((n) => `  ${short[n]} x${(res.servers[n].ops[op].median_ms / ms).toFixed(1)}`).join('');
+}
+
 function printTable(res) {
   const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const base = res.servers.backyard;
@@ -432,7 +455,8 @@ function printTable(res) {
   for (const op of OPS) {
     rows.push([label[op], ...names.map((n) => {
       const o = res.servers[n].ops[op];
-      const ratio = base && n !== 'backyard' ? `  x${(o.median_ms / base.ops[op].median_ms).toFixed(1)}` : '';
+      const ratio = base && !ours(n) ? `  x${(o.median_ms / base.ops[op].median_ms).toFixed(1)}`
+        : n === 'backyard-text' ? peersOver(res, op, o.median_ms) : '';
       return `${fmt(o.median_ms)} [${fmt(o.p25_ms)}-${fmt(o.p75_ms)}]${ratio}`;
     })]);
   }
@@ -440,7 +464,7 @@ function printTable(res) {
     ['rss_idle_kib', 'RSS after the run and 2 s idle, MiB'], ['peak_rss_kib', 'peak RSS (VmHWM), MiB']]) {
     rows.push([title, ...names.map((n) => {
       const v = res.servers[n][key];
-      const ratio = base && n !== 'backyard' ? `  x${(v / base[key]).toFixed(1)}` : '';
+      const ratio = base && !ours(n) ? `  x${(v / base[key]).toFixed(1)}` : '';
       return `${(v / 1024).toFixed(1)}${ratio}`;
     })]);
   }
@@ -450,9 +474,10 @@ function printTable(res) {
   for (const n of names) console.log(`  ${n}: ${res.servers[n].version} (pid ${res.servers[n].pid})`);
   console.log('');
   for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c])).join('  |  '));
-  console.log(`\nxN: peer median / backyard median (>1: backyard faster or smaller).`);
+  console.log(`\nxN: peer median / backyard median (>1: backyard faster or smaller); in the ` +
+    `backyard-text column, each peer's median / backyard-text's.`);
   console.log(`Checked per server: ls entries, glob matches, read answer chars:`);
   for (const n of names) console.log(`  ${n}: ${JSON.stringify(res.servers[n].checked)}`);
-  console.log('Tools used (backyard | filesystem | desktop-commander):');
+  console.log('Tools used (backyard and backyard-text | filesystem | desktop-commander):');
   for (const op of OPS) console.log(`  ${op}: ${EQUIVALENTS[op]}`);
 }

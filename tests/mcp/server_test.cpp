@@ -189,7 +189,8 @@ TEST_F(ServerTest, WithoutStructuredContentToolsAnswerTheirTextAlone) {
   options.structured_content = false;
   reset(options);
   initialize("2025-06-18");
-  for (const json& t : call(2, "tools/list")["result"]["tools"]) {
+  const json listed = call(2, "tools/list");
+  for (const json& t : listed["result"]["tools"]) {
     EXPECT_FALSE(t.contains("outputSchema")) << t["name"];
     EXPECT_EQ(t["inputSchema"]["type"], "object") << t["name"];
   }
