@@ -14,13 +14,13 @@
 namespace byd {
 namespace {
 
+// How long a walk goes alone before it takes a second thread.
+constexpr std::chrono::milliseconds kAloneFor(2);
+
 // Directories wait on a stack (depth first, as the walk was when it had one thread) for any
 // of the walkers. A directory is listed outside the lock, which is where a walk spends its
 // time (the kernel's directory reads and stats); its entries are then visited under the lock,
 // so `visit` is called from one thread at a time.
-// How long a walk goes alone before it takes a second thread.
-constexpr std::chrono::milliseconds kAloneFor(2);
-
 class Walk {
  public:
   Walk(const Backend& backend, const WalkOptions& options, const CancelToken& cancel,

@@ -2,13 +2,17 @@
 
 #include <errno.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string_view>
+
+#include "backends/local/local_backend.h"
 
 namespace byd {
 namespace {
@@ -25,6 +29,21 @@ constexpr long kF2fsMagic = 0xF2F52010;
 // whatever else the server's user runs: the caches of many sessions take a quarter at most.
 constexpr int kMaxInstances = 32;
 std::atomic<int> live_instances{0};
+
+// Watches too are the user's, shared with everything else it runs (8,192 by default before
+// Linux 5.11): these caches together take an eighth at most.
+std::atomic<long> live_watches{0};
+long watchBudget() {
+  static const long budget = [] {
+    long max = 8192;
+    if (FILE* f = ::fopen("/proc/sys/fs/inotify/max_user_watches", "re")) {
+      if (::fscanf(f, "%ld", &max) != 1) max = 8192;
+      ::fclose(f);
+    }
+    return std::max(64L, max / 8);
+  }();
+  return budget;
+}
 
 bool reportsEveryChange(long type) {
   switch (type) {
@@ -56,10 +75,12 @@ std::unique_ptr<DirCache> DirCache::forRoot(int root_fd, Limits limits) {
   if (::fstatfs(root_fd, &fs) != 0 || !reportsEveryChange(static_cast<long>(fs.f_type))) {
     return nullptr;
   }
-  return std::make_unique<DirCache>(limits);
+  struct stat st;
+  if (::fstat(root_fd, &st) != 0) return nullptr;
+  return std::make_unique<DirCache>(limits, st.st_dev);
 }
 
-DirCache::DirCache(Limits limits) : limits_(limits) {}
+DirCache::DirCache(Limits limits, dev_t dev) : limits_(limits), dev_(dev) {}
 DirCache::~DirCache() { closeInotify(); }
 
 bool DirCache::ensureInotify() {
@@ -79,8 +100,10 @@ bool DirCache::ensureInotify() {
 
 void DirCache::closeInotify() {
   if (!inotify_.valid()) return;
-  inotify_.reset();
+  inotify_.reset();  // its watches go with it
   live_instances.fetch_sub(1);
+  live_watches.fetch_sub(static_cast<long>(watches_));
+  watches_ = 0;
 }
 
 DirCache::Listing DirCache::find(const std::string& rel) {
@@ -133,11 +156,19 @@ std::optional<uint64_t> DirCache::watch(const std::string& rel, int dir_fd,
 }
 
 DirCache::Dir* DirCache::watchOne(const std::string& rel, int fd) {
-  if (dirs_.size() >= limits_.max_dirs) return nullptr;
+  if (dirs_.size() >= limits_.max_dirs || live_watches.load() >= watchBudget()) return nullptr;
+  if (dev_ != 0) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_dev != dev_) return nullptr;  // another file system
+  }
   // By the descriptor, through its link in /proc: no name to race with.
   const std::string link = "/proc/self/fd/" + std::to_string(fd);
   const int wd = ::inotify_add_watch(inotify_.get(), link.c_str(), kWatched);
   if (wd < 0) return nullptr;  // out of watches, or no /proc
+  if (by_wd_.count(wd) == 0) {
+    ++watches_;
+    live_watches.fetch_add(1);
+  }
   Dir& dir = dirs_[rel];
   dir.wd = wd;
   dir.generation = next_generation_++;
@@ -145,15 +176,31 @@ DirCache::Dir* DirCache::watchOne(const std::string& rel, int fd) {
   return &dir;
 }
 
-void DirCache::store(const std::string& rel, uint64_t ticket, Listing entries) {
+void DirCache::store(const std::string& rel, uint64_t ticket,
+                     std::shared_ptr<std::vector<FileInfo>> entries,
+                     const std::function<int(const std::string&)>& open_dir) {
   std::lock_guard lock(mu_);
   if (!inotify_.valid() || !entries) return;
   drain();
-  auto it = dirs_.find(rel);
-  if (it == dirs_.end() || it->second.generation != ticket || it->second.listing) return;
-  if (entries_ + entries->size() > limits_.max_entries) return;
+  auto held = [&] {
+    auto it = dirs_.find(rel);
+    return it != dirs_.end() && it->second.generation == ticket && !it->second.listing;
+  };
+  if (!held() || entries_ + entries->size() > limits_.max_entries) return;
+  for (FileInfo& entry : *entries) {
+    if (entry.type != FileType::kDir) continue;
+    const std::string child = childOf(rel, entry.name);
+    if (dirs_.count(child) != 0) continue;  // watched: a change since its stat is an event
+    const UniqueFd fd(open_dir(child));
+    if (!fd.valid() || watchOne(child, fd.get()) == nullptr) return;
+    // Watched from now on; what changed in it before is read here.
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    entry = statInfo(std::move(entry.name), st);
+  }
+  if (!held()) return;  // a watch above could not be kept
   entries_ += entries->size();
-  it->second.listing = std::move(entries);
+  dirs_.find(rel)->second.listing = std::move(entries);
   ++stats_.stored;
 }
 
@@ -181,6 +228,14 @@ void DirCache::drain() {
           continue;
         }
         if (auto it = dirs_.find(rel); it != dirs_.end()) dropListing(it->second);
+        // An entry made, removed or renamed here changes this directory's own entry (its
+        // time, its link count) in the listing above.
+        if (!rel.empty() &&
+            (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) != 0) {
+          const size_t slash = rel.rfind('/');
+          const std::string parent = slash == std::string::npos ? "" : rel.substr(0, slash);
+          if (auto up = dirs_.find(parent); up != dirs_.end()) dropListing(up->second);
+        }
         // A subdirectory made, removed or renamed: what was watched under its name is not
         // what the name leads to now.
         if ((ev->mask & IN_ISDIR) && ev->len > 0) {
@@ -210,6 +265,8 @@ void DirCache::dropTree(const std::string& rel) {
       if (owners->second.empty()) {
         ::inotify_rm_watch(inotify_.get(), it->second.wd);
         by_wd_.erase(owners);
+        --watches_;
+        live_watches.fetch_sub(1);
       }
     }
     return dirs_.erase(it);

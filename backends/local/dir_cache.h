@@ -10,10 +10,12 @@
 // (IN_MODIFY), or whose metadata changed (IN_ATTRIB); events come from the kernel as the
 // change is made, and are read before every lookup, so what a call finished before the lookup
 // is seen. What inotify does not report is not seen: a write through a memory mapping (its
-// time changes at writeback, without an event), a write through another hard link in an
-// unwatched directory, a file system mounted over a directory. Only local disk file systems
-// are cached (ext2/3/4, XFS, Btrfs, tmpfs, F2FS): network and FUSE file systems change
+// time changes at writeback, without an event), a write through a hard link in another
+// directory, a file system mounted over a directory once its listing is held. Only local disk file
+// systems are cached (ext2/3/4, XFS, Btrfs, tmpfs, F2FS): network and FUSE file systems change
 // without telling. Thread-safe.
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -37,8 +39,10 @@ class DirCache {
     size_t max_entries = 100'000;  // entries held, over all listings
   };
   // nullptr when `root_fd`'s file system may change without inotify telling (see above).
+  // Directories on another device (a file system mounted below the root) are not kept.
   static std::unique_ptr<DirCache> forRoot(int root_fd, Limits limits);
-  explicit DirCache(Limits limits);
+  // `dev`: the device whose directories are kept (0: any).
+  explicit DirCache(Limits limits, dev_t dev = 0);
   ~DirCache();
   DirCache(const DirCache&) = delete;
   DirCache& operator=(const DirCache&) = delete;
@@ -55,7 +59,12 @@ class DirCache {
   std::optional<uint64_t> watch(const std::string& rel, int dir_fd,
                                 const std::function<int(const std::string&)>& open_dir);
   // Keeps the listing of `rel` read after watch() gave `ticket`, unless it changed since.
-  void store(const std::string& rel, uint64_t ticket, Listing entries);
+  // Each subdirectory in it is watched too (opened by `open_dir`), since what changes inside
+  // one changes its own entry here (its time, its link count), and that entry is refreshed
+  // once watched; nothing is kept when one cannot be.
+  void store(const std::string& rel, uint64_t ticket,
+             std::shared_ptr<std::vector<FileInfo>> entries,
+             const std::function<int(const std::string&)>& open_dir);
 
   struct Stats {
     uint64_t hits = 0, misses = 0, stored = 0, dropped = 0;
@@ -78,6 +87,7 @@ class DirCache {
   void dropAll();
 
   const Limits limits_;
+  const dev_t dev_;
   mutable std::mutex mu_;
   UniqueFd inotify_;
   bool inotify_failed_ = false;
@@ -85,6 +95,7 @@ class DirCache {
   std::unordered_map<int, std::vector<std::string>> by_wd_;
   uint64_t next_generation_ = 1;
   size_t entries_ = 0;
+  size_t watches_ = 0;  // of the process-wide budget (see dir_cache.cpp)
   Stats stats_;
 };
 

@@ -37,19 +37,6 @@ FileType fileTypeOfDirent(unsigned char d_type) {
   }
 }
 
-FileInfo infoFrom(std::string name, const struct stat& st) {
-  FileInfo info;
-  info.name = std::move(name);
-  info.type = fileTypeOf(st.st_mode);
-  info.size = static_cast<uint64_t>(st.st_size);
-  info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  info.mode = st.st_mode & 07777;
-  info.dev = st.st_dev;
-  info.ino = st.st_ino;
-  info.nlink = st.st_nlink;
-  return info;
-}
-
 Status requireRegular(const struct stat& st, const std::string& key) {
   if (S_ISDIR(st.st_mode)) return invalidArgument(quote(key) + " is a directory");
   if (!S_ISREG(st.st_mode)) return invalidArgument(quote(key) + " is not a regular file");
@@ -101,6 +88,19 @@ Result<std::string> preadAll(int fd, uint64_t offset, uint64_t max_bytes, uint64
 }
 
 }  // namespace
+
+FileInfo statInfo(std::string name, const struct stat& st) {
+  FileInfo info;
+  info.name = std::move(name);
+  info.type = fileTypeOf(st.st_mode);
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  info.mode = st.st_mode & 07777;
+  info.dev = st.st_dev;
+  info.ino = st.st_ino;
+  info.nlink = st.st_nlink;
+  return info;
+}
 
 Result<std::unique_ptr<LocalBackend>> LocalBackend::open(const std::string& root,
                                                          const std::vector<std::string>& allowed,
@@ -202,7 +202,7 @@ Result<FileInfo> LocalBackend::stat(const std::string& key) const {
   BYD_ASSIGN_OR_RETURN(UniqueFd fd, loc.resolver->open(loc.rel, O_PATH));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return errnoStatus(errno, loc.key);
-  return infoFrom(loc.key, st);
+  return statInfo(loc.key, st);
 }
 
 Result<std::vector<FileInfo>> LocalBackend::list(const std::string& key) const {
@@ -256,10 +256,10 @@ std::optional<Status> LocalBackend::listAndKeep(
   constexpr off_t kMaxKeptDirBytes = 256 * 1024;
   struct stat st;
   if (::fstat(dir_fd, &st) != 0 || st.st_size > kMaxKeptDirBytes) return std::nullopt;
-  const std::optional<uint64_t> ticket =
-      cache.watch(loc.rel, dir_fd, [this](const std::string& rel) {
-        return root_.openWithoutSymlinksRaw(rel, O_PATH | O_DIRECTORY);
-      });
+  const auto open_dir = [this](const std::string& rel) {
+    return root_.openWithoutSymlinksRaw(rel, O_PATH | O_DIRECTORY);
+  };
+  const std::optional<uint64_t> ticket = cache.watch(loc.rel, dir_fd, open_dir);
   if (!ticket) return std::nullopt;
   // Every entry in full, so the listing serves whatever a later walk asks of it.
   auto entries = std::make_shared<std::vector<FileInfo>>();
@@ -267,7 +267,7 @@ std::optional<Status> LocalBackend::listAndKeep(
     entries->push_back(e);
     return true;
   }));
-  cache.store(loc.rel, *ticket, entries);
+  cache.store(loc.rel, *ticket, entries, open_dir);
   for (const FileInfo& entry : *entries) {
     if (!visit(entry)) break;
   }
@@ -306,7 +306,7 @@ Status LocalBackend::listOpen(int dir_fd, const std::string& key, const Detail& 
         if (errno == ENOENT) continue;  // removed since it was listed
         return errnoStatus(errno, joinKey(key, name));
       }
-      if (!visit(infoFrom(std::string(name), st))) return okStatus();
+      if (!visit(statInfo(std::string(name), st))) return okStatus();
     }
   }
 }

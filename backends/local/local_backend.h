@@ -23,6 +23,9 @@
 
 namespace byd {
 
+// What `st` says of the entry `name`, as a listing gives it.
+FileInfo statInfo(std::string name, const struct stat& st);
+
 class LocalBackend : public Backend, public Executor {
  public:
   // `root` must be an existing directory; `allowed` are extra directories the tools may also

@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -139,6 +142,37 @@ TEST_F(DirCacheTest, ARenameAboveADirectoryDropsWhatWasHeldUnderItsName) {
       backend_->listTypedDirect("a/b", nullptr, [](const FileInfo&) { return true; }).has_value());
 }
 
+// A subdirectory's own entry (its time, its link count) changes with what is made in it, an
+// event only a watch on it hears: the listing above is read again.
+TEST_F(DirCacheTest, WhatChangesInASubdirectoryChangesItsEntryAbove) {
+  list("a");  // "a/b" is an entry here, never listed itself
+  list("a");
+  struct timespec old_times[2] = {{1000, 0}, {1000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, at("a/b").c_str(), old_times, 0), 0);
+  EXPECT_EQ(list("a").at("b").mtime_ns, 1000'000'000'000LL);  // checked against the disk
+  const uint64_t before = hits();
+  tmp_.write("a/b/new.txt", "n");  // b's time moves
+  list("a");
+  fs::create_directory(at("a/b/sub"));  // and its link count
+  list("a");
+  EXPECT_EQ(hits(), before);
+}
+
+// A file system mounted below the root may change without telling: it is read every time.
+TEST_F(DirCacheTest, AFileSystemMountedBelowTheRootIsNotKept) {
+  fs::create_directory(at("a/mnt"));
+  if (::mount("tmpfs", at("a/mnt").c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount here: " << strerror(errno);
+  }
+  tmp_.write("a/mnt/x.txt", "x");
+  list("a/mnt");
+  const uint64_t before = hits();
+  list("a/mnt");
+  EXPECT_EQ(hits(), before);
+  EXPECT_EQ(backend_->dirCache()->stats().stored, 0u);
+  ASSERT_EQ(::umount2(at("a/mnt").c_str(), MNT_DETACH), 0);
+}
+
 TEST_F(DirCacheTest, ADirectoryRemovedAndMadeAgainIsReadAgain) {
   list("a/b");
   fs::remove_all(at("a/b"));
@@ -160,10 +194,10 @@ TEST_F(DirCacheTest, PastItsLimitsNothingMoreIsHeldAndListingsStayRight) {
   auto ticket = cache.watch("a", a, open_dir);
   ASSERT_TRUE(ticket.has_value());
   auto big = std::make_shared<std::vector<FileInfo>>(101);
-  cache.store("a", *ticket, big);
+  cache.store("a", *ticket, big, open_dir);
   EXPECT_EQ(cache.find("a"), nullptr) << "over max_entries";
   auto small = std::make_shared<std::vector<FileInfo>>(2);
-  cache.store("a", *ticket, small);
+  cache.store("a", *ticket, small, open_dir);
   EXPECT_EQ(cache.find("a"), small);
   tmp_.write("a/late.txt", "x");
   EXPECT_EQ(cache.find("a"), nullptr) << "held after a file was made in it";
@@ -171,11 +205,11 @@ TEST_F(DirCacheTest, PastItsLimitsNothingMoreIsHeldAndListingsStayRight) {
   auto again = cache.watch("a", a, open_dir);
   ASSERT_TRUE(again.has_value());
   tmp_.write("a/later.txt", "x");
-  cache.store("a", *again, small);
+  cache.store("a", *again, small, open_dir);
   EXPECT_EQ(cache.find("a"), nullptr);
   auto third = cache.watch("a", a, open_dir);
   ASSERT_TRUE(third.has_value());
-  cache.store("a", *third, small);
+  cache.store("a", *third, small, open_dir);
   EXPECT_EQ(cache.find("a"), small);
   ::close(ab);
   ::close(a);
