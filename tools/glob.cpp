@@ -56,8 +56,9 @@ Result<ToolOutput> runGlob(const json& args, ToolContext& ctx) {
   ToolOutput out;
   json paths = json::array();
   for (const Match& m : matches) {
-    out.text += m.path + "\n";
-    paths.push_back(m.path);
+    out.text += m.path;
+    out.text += '\n';
+    if (ctx.structured) paths.push_back(m.path);
   }
   if (total == 0) out.text = "No files match '" + pattern + "'.\n";
   if (keep < total) {

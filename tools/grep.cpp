@@ -382,8 +382,9 @@ struct Summary {
   bool truncated = false;
 };
 
+// `structured`: whether the items go into structuredContent too (else the text alone).
 ToolOutput render(const Query& q, const std::vector<Candidate>& files,
-                  const std::vector<FileResult>& results) {
+                  const std::vector<FileResult>& results, bool structured) {
   ToolOutput out;
   Summary s;
   json items = json::array();
@@ -404,10 +405,10 @@ ToolOutput render(const Query& q, const std::vector<Candidate>& files,
       ++emitted;
       if (q.mode == Mode::kFiles) {
         out.text += path + "\n";
-        items.push_back(path);
+        if (structured) items.push_back(path);
       } else {
         out.text += path + ":" + std::to_string(r.matches) + "\n";
-        items.push_back({{"path", path}, {"count", r.matches}});
+        if (structured) items.push_back({{"path", path}, {"count", r.matches}});
       }
       continue;
     }
@@ -423,6 +424,7 @@ ToolOutput render(const Query& q, const std::vector<Candidate>& files,
       out.text += path + (line.match ? ":" : "-") + std::to_string(line.number) +
                   (line.match ? ":" : "-") + line.text + "\n";
       if (line.match) ++emitted;
+      if (!structured) continue;
       items.push_back(
           {{"path", path}, {"line", line.number}, {"text", line.text}, {"match", line.match}});
     }
@@ -455,7 +457,7 @@ Result<ToolOutput> runGrep(const json& args, ToolContext& ctx) {
   BYD_ASSIGN_OR_RETURN(std::vector<Candidate> files, collectFiles(args, ctx, base, base_info));
   std::vector<FileResult> results = searchAll(query, ctx, files);
   if (ctx.cancel.cancelled()) return cancelled("cancelled");
-  ToolOutput out = render(query, files, results);
+  ToolOutput out = render(query, files, results, ctx.structured);
   out.text += hiddenNote(ctx, out.structured);
   return out;
 }

@@ -9,14 +9,22 @@
 namespace byd {
 namespace {
 
-std::string entryLine(const FileInfo& e, const std::string& mtime) {
-  char size[24];
-  snprintf(size, sizeof size, "%10s", e.type == FileType::kDir ? "-" : humanSize(e.size).c_str());
-  std::string name = e.name;
-  if (e.type == FileType::kDir) name += '/';
-  if (e.type == FileType::kSymlink) name += '@';
-  return std::string(fileTypeName(e.type)) + std::string(8 - fileTypeName(e.type).size(), ' ') +
-         size + "  " + mtime + "  " + name + "\n";
+// One line of the listing: type, size (right-aligned in 10), modification time, name; appended
+// in place, as a listing has up to max_results of them.
+void appendEntryLine(std::string& text, const FileInfo& e, std::string_view mtime) {
+  const std::string_view type = fileTypeName(e.type);
+  text += type;
+  text.append(8 - std::min<size_t>(type.size(), 8), ' ');
+  const std::string size = e.type == FileType::kDir ? "-" : humanSize(e.size);
+  text.append(10 - std::min<size_t>(size.size(), 10), ' ');
+  text += size;
+  text += "  ";
+  text += mtime;
+  text += "  ";
+  text += e.name;
+  if (e.type == FileType::kDir) text += '/';
+  if (e.type == FileType::kSymlink) text += '@';
+  text += '\n';
 }
 
 Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
@@ -43,11 +51,14 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   out.text.reserve(out.text.size() + entries.size() * 64);
   for (const FileInfo& e : entries) {
     std::string mtime = isoTime(e.mtime_ns);
-    out.text += entryLine(e, mtime);
-    list.push_back({{"name", e.name},
-                    {"type", fileTypeName(e.type)},
-                    {"size", e.size},
-                    {"mtime", std::move(mtime)}});
+    appendEntryLine(out.text, e, mtime);
+    if (!ctx.structured) continue;
+    json item = json::object();
+    item.emplace("name", e.name);
+    item.emplace("type", fileTypeName(e.type));
+    item.emplace("size", e.size);
+    item.emplace("mtime", std::move(mtime));
+    list.push_back(std::move(item));
   }
   if (truncated) {
     out.text += "[showing the first " + std::to_string(entries.size()) + " of " +

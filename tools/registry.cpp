@@ -115,6 +115,7 @@ nlohmann::json callTool(const Tool& tool, const nlohmann::json& arguments, ToolC
   if (Status s = schemas::validate(*tool.input_schema, args, "arguments"); !s.ok()) {
     return error("invalid arguments for " + std::string(tool.spec->name) + ": " + s.message());
   }
+  ctx.structured = structured;
   Result<ToolOutput> out = tool.spec->handler(args, ctx);
   if (!out.ok()) return error(out.status().message());
 

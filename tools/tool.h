@@ -40,6 +40,9 @@ struct ToolContext {
   // Reports progress of a long call (progress so far, a message); empty when the client did
   // not ask for progress.
   std::function<void(double progress, std::string message)> progress = nullptr;
+  // Whether the answer carries structuredContent: when not, a tool need not build the lists
+  // that only it would hold (the text still says everything).
+  bool structured = true;
 };
 
 // The note listings add when the permission rules hid entries ("" when none were).

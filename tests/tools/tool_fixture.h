@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/docker/docker_backend.h"
@@ -86,13 +87,25 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
     return r.ok() ? *r : "<" + r.status().toString() + ">";
   }
 
-  // Calls a tool; fails the test if a successful result does not match the outputSchema.
+  // Calls a tool; fails the test if a successful result does not match the outputSchema. A
+  // read-only tool is called first without structuredContent (--structured-content off), and
+  // its text must be the same either way.
   nlohmann::json call(const std::string& tool_name, const nlohmann::json& args) {
     const Tool* tool = findTool(tool_name);
     EXPECT_NE(tool, nullptr) << tool_name;
     if (!tool) return {};
+    std::optional<nlohmann::json> text_alone;
+    if (tool->spec->read_only) {
+      ToolContext ctx{*backend_, limits_, cancel_};
+      text_alone = callTool(*tool, args, ctx, /*structured=*/false);
+      EXPECT_FALSE(text_alone->contains("structuredContent")) << tool_name;
+    }
     ToolContext ctx{*backend_, limits_, cancel_};
     nlohmann::json result = callTool(*tool, args, ctx, /*structured=*/true);
+    if (text_alone) {
+      EXPECT_EQ((*text_alone)["content"], result["content"])
+          << tool_name << ": the text differs without structuredContent";
+    }
     if (!result.value("isError", false)) {
       Status s = schemas::validate(*tool->output_schema, result["structuredContent"], "output");
       EXPECT_TRUE(s.ok()) << tool_name << ": " << s.message();
