@@ -5,7 +5,7 @@
 //   npm ci --prefix bench/peers      # once: the SDK client and the two peers (pinned)
 //   node bench/peers.mjs [--binary build/backyard-mcp] [--fixture DIR] [--runs N]
 //                        [--only backyard|backyard-text|filesystem|desktop-commander]
-//                        [--json out.json]
+//                        [--json out.json] [--floor]
 //
 // Makes (or reuses) a seeded fixture of ~2,000 files / ~250 MB, starts each server, warms it up
 // and checks its answers, then times client.callTool for: ls of a 500-entry directory, a whole
@@ -13,6 +13,11 @@
 // Servers are interleaved (rounds of a few calls each, the order rotated every round) so machine
 // noise hits all alike. Servers run with HOME set to a temporary directory; Desktop Commander
 // with telemetry off and nothing fetched from the internet.
+//
+// --floor adds `floor` and `floor-text`: backyard-mcp (default, and --structured-content off)
+// behind bench/replay.py, which answers each call after the first with the bytes our server
+// answered it with, at once. Their times are what the client and the pipe alone take for our
+// answers: no server can answer the same bytes faster through this client.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,12 +32,13 @@ const MIB = 1024 * 1024;
 // Options
 
 const opts = { binary: path.join(BENCH_DIR, '..', 'build', 'backyard-mcp'),
-  fixture: path.join(BENCH_DIR, 'fixture-peers'), runs: 40, only: null, json: null };
+  fixture: path.join(BENCH_DIR, 'fixture-peers'), runs: 40, only: null, json: null, floor: false };
 for (let i = 2; i < process.argv.length; i++) {
   const key = process.argv[i].replace(/^--/, '');
+  if (key === 'floor') { opts.floor = true; continue; }
   if (!(key in opts) || i + 1 >= process.argv.length) {
     console.error(`usage: node bench/peers.mjs [--binary PATH] [--fixture DIR] [--runs N] ` +
-      `[--only backyard|backyard-text|filesystem|desktop-commander] [--json FILE]`);
+      `[--only backyard|backyard-text|filesystem|desktop-commander] [--json FILE] [--floor]`);
     process.exit(2);
   }
   opts[key] = key === 'runs' ? Math.max(1, parseInt(process.argv[++i], 10) || 1) : process.argv[++i];
@@ -332,7 +338,7 @@ function check(server, op, result, expect) {
     return t.length;
   }
   if (op === 'write') {
-    const dat = fs.readFileSync(abs(`scratch/${server.name}.dat`), 'utf8');
+    const dat = fs.readFileSync(abs(`scratch/${server.spec.floorOf ?? server.name}.dat`), 'utf8');
     if (dat !== expect.content) fail(`the file written holds ${dat.length} bytes, not the ${expect.content.length} sent`);
   }
   return result.count;
@@ -355,6 +361,13 @@ while (content10k.length < 10240) content10k += makeLine('words', r10k) + '\n';
 const expect = { wide: manifest.wide_entries, txt: manifest.txt_files, file: file1m,
   first: lines1m[0], last: lines1m.at(-1), content: content10k.slice(0, 10239) + '\n' };
 
+// The floors: our server behind a replayer (see --floor above); same calls, same checks.
+const REPLAY = path.join(BENCH_DIR, 'replay.py');
+for (const [floor, of] of [['floor', 'backyard'], ['floor-text', 'backyard-text']]) {
+  if (!opts.floor) break;
+  SERVERS[floor] = { ...SERVERS[of], command: '/usr/bin/python3',
+    args: [REPLAY, SERVERS[of].command, ...SERVERS[of].args], floorOf: of };
+}
 const names = opts.only ? [opts.only] : Object.keys(SERVERS);
 const OPS = ['ls', 'read', 'write', 'glob'];
 const ITERS = { ls: opts.runs, read: opts.runs, write: opts.runs, glob: Math.max(5, Math.ceil(opts.runs / 4)) };
@@ -437,7 +450,7 @@ try {
   await cleanUp();
 }
 
-function ours(name) { return name === 'backyard' || name === 'backyard-text'; }
+function ours(name) { return name === 'backyard' || name === 'backyard-text' || !!SERVERS[name].floorOf; }
 
 // "fs xA dc xB": each peer's median over `ms`.
 function peersOver(res, op, ms) {
@@ -455,14 +468,17 @@ function printTable(res) {
   for (const op of OPS) {
     rows.push([label[op], ...names.map((n) => {
       const o = res.servers[n].ops[op];
+      const of = SERVERS[n].floorOf && res.servers[SERVERS[n].floorOf];
       const ratio = base && !ours(n) ? `  x${(o.median_ms / base.ops[op].median_ms).toFixed(1)}`
-        : n === 'backyard-text' ? peersOver(res, op, o.median_ms) : '';
+        : n === 'backyard-text' ? peersOver(res, op, o.median_ms)
+        : of ? `  ${((100 * o.median_ms) / of.ops[op].median_ms).toFixed(0)}% of ${SERVERS[n].floorOf}` : '';
       return `${fmt(o.median_ms)} [${fmt(o.p25_ms)}-${fmt(o.p75_ms)}]${ratio}`;
     })]);
   }
   for (const [key, title] of [['rss_after_warmup_kib', 'RSS after warm-up, MiB'],
     ['rss_idle_kib', 'RSS after the run and 2 s idle, MiB'], ['peak_rss_kib', 'peak RSS (VmHWM), MiB']]) {
     rows.push([title, ...names.map((n) => {
+      if (SERVERS[n].floorOf) return '(the replayer\'s: n/a)';
       const v = res.servers[n][key];
       const ratio = base && !ours(n) ? `  x${(v / base[key]).toFixed(1)}` : '';
       return `${(v / 1024).toFixed(1)}${ratio}`;
@@ -476,6 +492,8 @@ function printTable(res) {
   for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c])).join('  |  '));
   console.log(`\nxN: peer median / backyard median (>1: backyard faster or smaller); in the ` +
     `backyard-text column, each peer's median / backyard-text's.`);
+  if (opts.floor) console.log(`floor, floor-text: the client and pipe alone for backyard's answers ` +
+    `(replayed at once by bench/replay.py), and their share of backyard's time.`);
   console.log(`Checked per server: ls entries, glob matches, read answer chars:`);
   for (const n of names) console.log(`  ${n}: ${JSON.stringify(res.servers[n].checked)}`);
   console.log('Tools used (backyard and backyard-text | filesystem | desktop-commander):');
