@@ -13,16 +13,6 @@
 namespace byd {
 namespace {
 
-Result<nlohmann::json> readJsonFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound(what + " '" + path + "' cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return invalidArgument(what + " '" + path + "' is not valid JSON");
-  return doc;
-}
-
 Status checkDirectory(const std::string& what, const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -83,35 +73,33 @@ static Status finishHttp(Config& c) {
   } else if (const char* env = getenv("BACKYARD_TOKEN"); env != nullptr && *env != '\0') {
     c.token = env;
   }
+  if (!c.tokens_file.empty()) {
+    if (c.transport != "http") return invalidArgument("--tokens-file needs --transport http");
+    if (!c.token.empty()) {
+      return invalidArgument(std::string("--tokens-file names every tenant's token: give it or ") +
+                             (c.token_file.empty() ? "BACKYARD_TOKEN" : "--token-file") +
+                             ", not both");
+    }
+  }
   const std::string host = c.listenHost();
   const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
-  if (c.transport == "http" && !loopback && c.token.empty()) {
+  if (c.transport == "http" && !loopback && c.token.empty() && c.tokens_file.empty()) {
     return invalidArgument("listening on " + host +
-                           ", beyond this machine, needs a token: --token-file FILE or "
-                           "BACKYARD_TOKEN");
+                           ", beyond this machine, needs a token: --token-file FILE, "
+                           "BACKYARD_TOKEN or --tokens-file FILE");
   }
   return okStatus();
 }
 
-std::string Config::listenHost() const {
-  const size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
+Result<nlohmann::json> readJsonFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return notFound(what + " '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return invalidArgument(what + " '" + path + "' is not valid JSON");
+  return doc;
 }
-
-int Config::listenPort() const {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= listen.size()) return -1;
-  const std::string port = listen.substr(colon + 1);
-  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return -1;
-  const int value = std::stoi(port);
-  return value <= 65535 ? value : -1;
-}
-
-namespace {
 
 const Setting* findSetting(std::string_view key) {
   for (const Setting& s : settingsTable()) {
@@ -142,6 +130,26 @@ nlohmann::json besideConfigFile(const Setting& s, const nlohmann::json& value,
   for (const nlohmann::json& item : value) out.push_back(resolve(item));
   return out;
 }
+
+std::string Config::listenHost() const {
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+int Config::listenPort() const {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= listen.size()) return -1;
+  const std::string port = listen.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const int value = std::stoi(port);
+  return value <= 65535 ? value : -1;
+}
+
+namespace {
 
 // The config file's settings, over the defaults.
 Status applyConfigFile(const std::string& path, Config& c, SettingOrigins& origins) {
@@ -273,6 +281,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {
     return invalidArgument("--state-file and --state-sync need --backend state");
+  }
+  if (!c.tokens_file.empty()) {
+    BYD_ASSIGN_OR_RETURN(c.tenants, loadTenants(c));
   }
   return out;
 }

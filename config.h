@@ -4,7 +4,10 @@
 // over the one before; then the checks that span settings. Parsed once in main() before any
 // thread starts.
 
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/docker/docker_backend.h"
@@ -16,6 +19,16 @@
 #include "tools/tool.h"
 
 namespace byd {
+
+// A tenant of the HTTP server, from the tokens file (see tenants.cpp).
+struct TenantSpec {
+  std::string name;
+  std::string token_sha256;                     // lowercase hex; the token itself is not kept
+  size_t max_sessions = 0;                      // at most this many sessions open at once
+  std::optional<permissions::Ruleset> ruleset;  // none: the server's
+  std::optional<Limits> limits;                 // none: the server's
+  std::string workspace_root;                   // its sessions' directories go here; "": the root
+};
 
 struct Config {
   std::string backend = "local";
@@ -45,6 +58,8 @@ struct Config {
   std::string listen = "127.0.0.1:8765";
   std::string token_file;                  // the bearer token (else BACKYARD_TOKEN)
   std::string token;                       // read from token_file or the environment
+  std::string tokens_file;                 // the tenants, each known by its token
+  std::vector<TenantSpec> tenants;         // read from tokens_file
   std::vector<std::string> allowed_hosts;  // Host/Origin names accepted beside loopback ones
   size_t max_sessions = 64;
   double session_idle_s = 1800;
@@ -76,5 +91,17 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
 
 // The effective ruleset: inline, a preset by name, or a file. Errors name the file and rule.
 Result<permissions::Ruleset> loadRuleset(const Config& config);
+
+// The tenants of `config.tokens_file` (tenants.cpp), checked against the other settings.
+// Errors name the file, the tenant and the key, never a token.
+Result<std::vector<TenantSpec>> loadTenants(const Config& config);
+
+// For the files that hold settings (the config file, the tokens file): the setting with this
+// key, or null; and a path setting's value with a relative path made relative to `dir` (a
+// ruleset's preset name stays a name).
+const Setting* findSetting(std::string_view key);
+nlohmann::json besideConfigFile(const Setting& s, const nlohmann::json& value,
+                                const std::filesystem::path& dir);
+Result<nlohmann::json> readJsonFile(const std::string& path, const std::string& what);
 
 }  // namespace byd

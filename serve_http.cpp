@@ -4,6 +4,7 @@
 #include "serve_http.h"
 
 #include <cstdio>
+#include <deque>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -32,12 +33,26 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   const std::string tools = (*first)->tools;
   (*first)->warmUp();
   first->reset();  // the factory keeps it for the first session
-  byd::mcp::SessionFactory factory = [&sessions] { return sessions.next(); };
+  byd::mcp::SessionFactory factory = [&sessions](const byd::mcp::Tenant& tenant) {
+    return sessions.next(tenant.workspace_root, tenant.guard);
+  };
   byd::mcp::HttpOptions http;
   http.host = config.listenHost();
   http.port = config.listenPort();
   http.allowed_hosts = config.allowed_hosts;
   http.token = config.token;
+  // The tenants, each with its own rules where it has them (kept here, beside the server).
+  std::deque<byd::permissions::Guard> tenant_guards;
+  for (const byd::TenantSpec& spec : config.tenants) {
+    const byd::permissions::Guard* own = nullptr;
+    if (spec.ruleset) own = &tenant_guards.emplace_back(*spec.ruleset, guard.askFallback());
+    http.tenants.push_back(byd::mcp::Tenant{.name = spec.name,
+                                            .token_sha256 = spec.token_sha256,
+                                            .max_sessions = spec.max_sessions,
+                                            .guard = own,
+                                            .limits = spec.limits,
+                                            .workspace_root = spec.workspace_root});
+  }
   http.max_body_bytes = config.max_message_bytes;
   http.max_sessions = config.max_sessions;
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));
@@ -47,7 +62,7 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.max_connections_per_address = config.max_connections_per_address;
   http.version = BYD_VERSION;
   // Stateless clients would share one workspace: not when each session must have its own.
-  http.stateless = config.workspace_root.empty();
+  http.stateless = config.workspace_root.empty() && config.tenants.empty();
   byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
   if (byd::Status s = server.bind(); !s.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());
@@ -60,7 +75,11 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
           "'%s' ruleset%s.\n",
           BYD_VERSION, description.c_str(), host.c_str(), server.port(), tools.c_str(),
           guard.ruleset().name().c_str(),
-          http.token.empty() ? "" : "; clients must send the bearer token");
+          !http.tenants.empty() ? ("; " + std::to_string(http.tenants.size()) +
+                                   " tenant(s), each known by its bearer token")
+                                      .c_str()
+          : http.token.empty() ? ""
+                               : "; clients must send the bearer token");
   bool signalled = false;
   byd::Status run = byd::mcp::runUntilStopSignal(server, &signalled);
   if (!run.ok()) {

@@ -282,39 +282,43 @@ TempDir::~TempDir() {
 SessionFactory::SessionFactory(const Config& config, const permissions::Guard& guard)
     : config_(config), guard_(guard) {}
 
-Result<SessionStack> SessionFactory::open(const Config& config, bool warm) const {
-  BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm, guard_));
-  stack.tools = offeredTools(*stack.backend, guard_);
-  stack.instructions = instructionsFor(stack, guard_);
+Result<SessionStack> SessionFactory::open(const Config& config, bool warm,
+                                          const permissions::Guard& guard) const {
+  BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm, guard));
+  stack.tools = offeredTools(*stack.backend, guard);
+  stack.instructions = instructionsFor(stack, guard);
   return stack;
 }
 
 Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
-  BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true));
+  BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true, guard_));
   auto stack = std::make_shared<SessionStack>(std::move(first));
   std::lock_guard lock(mu_);
   if (config_.workspace_root.empty()) spare_ = stack;  // else sessions get directories of their own
   return stack;
 }
 
-Result<mcp::SessionBackend> SessionFactory::next() {
+Result<mcp::SessionBackend> SessionFactory::next(const std::string& workspace_root,
+                                                 const permissions::Guard* guard) {
+  const std::string& under = workspace_root.empty() ? config_.workspace_root : workspace_root;
   std::shared_ptr<SessionStack> stack;
-  {
+  if (under.empty() && (guard == nullptr || guard == &guard_)) {
     std::lock_guard lock(mu_);
     stack = std::move(spare_);
   }
   if (!stack) {
     Config session_config = config_;
-    if (!config_.workspace_root.empty()) {
-      std::string dir = config_.workspace_root + "/session-XXXXXX";
+    if (!under.empty()) {
+      std::string dir = under + "/session-XXXXXX";
       if (mkdtemp(dir.data()) == nullptr) {
-        return internalError("cannot make a session directory under " + config_.workspace_root +
-                             ": " + strerror(errno));
+        return internalError("cannot make a session directory under " + under + ": " +
+                             strerror(errno));
       }
       session_config.root = dir;
       session_config.root_given = true;
     }
-    BYD_ASSIGN_OR_RETURN(SessionStack fresh, open(session_config, /*warm=*/false));
+    BYD_ASSIGN_OR_RETURN(SessionStack fresh,
+                         open(session_config, /*warm=*/false, guard != nullptr ? *guard : guard_));
     stack = std::make_shared<SessionStack>(std::move(fresh));
   }
   return mcp::SessionBackend{stack->backend.get(), stack, stack->instructions};

@@ -60,13 +60,16 @@ class SessionFactory {
   // session, unless each session gets a directory of its own.
   Result<std::shared_ptr<SessionStack>> start();
   // HTTP: the stack kept from start() once, then a new one each time (cold: a sandbox and
-  // kernels when first needed), in a fresh directory under --workspace-root when it is set.
-  Result<mcp::SessionBackend> next();
+  // kernels when first needed), in a fresh directory under `workspace_root` (a tenant's), else
+  // under --workspace-root when it is set. `guard`: a tenant's rules, when not the server's
+  // (they decide the tools offered and what the instructions say).
+  Result<mcp::SessionBackend> next(const std::string& workspace_root = "",
+                                   const permissions::Guard* guard = nullptr);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
 
  private:
-  Result<SessionStack> open(const Config& config, bool warm) const;
+  Result<SessionStack> open(const Config& config, bool warm, const permissions::Guard& guard) const;
 
   const Config& config_;
   const permissions::Guard& guard_;

@@ -123,7 +123,7 @@ void HttpServer::Impl::onLegacyStream(const httplib::Request& req, httplib::Resp
     jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
     return;
   }
-  auto made = newSession();
+  auto made = newSession(*tenantOf(req));
   if (!made.ok()) {
     failedSession(made.status(), res);
     return;
@@ -140,7 +140,7 @@ void HttpServer::Impl::onLegacyStream(const httplib::Request& req, httplib::Resp
 
 // 2024-11-05: POST /messages?sessionId=... is answered 202; the answer travels on the stream.
 void HttpServer::Impl::onLegacyPost(const httplib::Request& req, httplib::Response& res) {
-  std::shared_ptr<Session> session = find(req.get_param_value("sessionId"));
+  std::shared_ptr<Session> session = find(req.get_param_value("sessionId"), tenantOf(req));
   if (!session) {
     jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
     return;
@@ -213,7 +213,7 @@ void HttpServer::Impl::onPost(const httplib::Request& req, httplib::Response& re
   }
   std::shared_ptr<Session> session;
   if (message.value("method", "") == "initialize") {
-    auto made = newSession();
+    auto made = newSession(*tenantOf(req));
     if (!made.ok()) {
       failedSession(made.status(), res);
       return;

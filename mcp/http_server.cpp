@@ -10,7 +10,14 @@ HttpServer::Impl::Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions 
       server_options(std::move(s)),
       guard(g),
       http(GateOptions{std::chrono::duration_cast<std::chrono::milliseconds>(options.read_timeout),
-                       options.max_connections, options.max_connections_per_address}) {}
+                       options.max_connections, options.max_connections_per_address}) {
+  tenants = options.tenants;
+  if (tenants.empty()) {
+    // One tenant: the single token's (compared as it is), or all comers'.
+    tenants.push_back(Tenant{.name = "default"});
+    if (options.token.empty()) open_tenant = &tenants.front();
+  }
+}
 
 // A name without a port stands for its scheme's default port (`default_port`; 0 where the
 // scheme has none), which must be the one this server listens on.
@@ -43,17 +50,35 @@ bool HttpServer::Impl::admit(const httplib::Request& req, httplib::Response& res
       return false;
     }
   }
-  if (!options.token.empty() && req.path != "/healthz") {
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.size() <= prefix.size() || lower(auth.substr(0, prefix.size())) != "bearer " ||
-        !equalConstantTime(auth.substr(prefix.size()), options.token)) {
-      res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp\"");
-      jsonError(res, 401, rpc::kInvalidRequest, "missing or wrong bearer token");
-      return false;
-    }
+  if (req.path != "/healthz" && tenantOf(req) == nullptr) {
+    res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp\"");
+    jsonError(res, 401, rpc::kInvalidRequest, "missing or wrong bearer token");
+    return false;
   }
   return true;
+}
+
+const Tenant* HttpServer::Impl::tenantOf(const httplib::Request& req) const {
+  if (open_tenant != nullptr) return open_tenant;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "bearer ";
+  if (auth.size() <= prefix.size() || lower(auth.substr(0, prefix.size())) != prefix) {
+    return nullptr;
+  }
+  const std::string given = auth.substr(prefix.size());
+  if (options.tenants.empty()) {
+    return equalConstantTime(given, options.token) ? &tenants.front() : nullptr;
+  }
+  auto digest = sha256Hex(given);
+  if (!digest.ok()) {
+    spdlog::error("http: cannot check a bearer token: {}", digest.status().message());
+    return nullptr;
+  }
+  const Tenant* found = nullptr;
+  for (const Tenant& tenant : tenants) {  // all of them: the time says nothing of which
+    if (equalConstantTime(*digest, tenant.token_sha256)) found = &tenant;
+  }
+  return found;
 }
 
 // The session a request names; null with the response filled in when it does not.
@@ -63,7 +88,7 @@ std::shared_ptr<Session> HttpServer::Impl::sessionOf(const httplib::Request& req
     jsonError(res, 400, rpc::kInvalidRequest, "missing Mcp-Session-Id header");
     return nullptr;
   }
-  std::shared_ptr<Session> session = find(req.get_header_value(kSessionHeader));
+  std::shared_ptr<Session> session = find(req.get_header_value(kSessionHeader), tenantOf(req));
   if (!session) {
     jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
     return nullptr;
@@ -80,14 +105,21 @@ std::shared_ptr<Session> HttpServer::Impl::sessionOf(const httplib::Request& req
   return session;
 }
 
-Result<std::shared_ptr<Session>> HttpServer::Impl::newSession() {
+Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tenant) {
   {
     std::lock_guard lock(mu);
     if (sessions.size() >= options.max_sessions) {
       return resourceExhausted("too many sessions");
     }
+    const size_t open = std::count_if(sessions.begin(), sessions.end(),
+                                      [&](const auto& s) { return s.second->tenant == &tenant; });
+    if (open >= tenant.max_sessions) {
+      return resourceExhausted("tenant '" + tenant.name + "' has " + std::to_string(open) +
+                               " sessions open, as many as it may; end one first");
+    }
   }
-  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(SessionKind::kSession));
+  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session,
+                       makeSession(SessionKind::kSession, tenant));
   session->id = randomHex(16);
   session->touch();
   std::lock_guard lock(mu);
@@ -97,23 +129,26 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession() {
 
 // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
 // stateless revision only.
-Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind) {
-  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory());
+Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
+                                                               const Tenant& tenant) {
+  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory(tenant));
   auto session = std::make_shared<Session>();
+  session->tenant = &tenant;
   session->backend = std::move(backend);
   ServerOptions options = server_options;
   options.stateless_only = kind == SessionKind::kStateless;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
-  session->server = std::make_unique<Server>(session->transport, *session->backend.backend, limits,
-                                             options, guard);
+  session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
+                                             tenant.limits.value_or(limits), options,
+                                             tenant.guard != nullptr ? tenant.guard : guard);
   return session;
 }
 
-// The session with this id, or null.
-std::shared_ptr<Session> HttpServer::Impl::find(const std::string& id) const {
+// The session with this id when it is `tenant`'s, or null.
+std::shared_ptr<Session> HttpServer::Impl::find(const std::string& id, const Tenant* tenant) const {
   std::lock_guard lock(mu);
   auto it = sessions.find(id);
-  return it == sessions.end() ? nullptr : it->second;
+  return it == sessions.end() || it->second->tenant != tenant ? nullptr : it->second;
 }
 
 void HttpServer::Impl::endStateless() {
@@ -262,8 +297,12 @@ void HttpServer::stop() {
     stateless = impl_->stateless;
   }
   for (const std::string& id : ids) {
-    if (std::shared_ptr<Session> session = impl_->find(id))
-      session->server->drain([&] { return Clock::now() >= deadline; });
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(impl_->mu);
+      if (auto it = impl_->sessions.find(id); it != impl_->sessions.end()) session = it->second;
+    }
+    if (session) session->server->drain([&] { return Clock::now() >= deadline; });
   }
   if (stateless) stateless->server->drain([&] { return Clock::now() >= deadline; });
   for (const std::string& id : ids) impl_->endSession(id);

@@ -7,13 +7,15 @@
 //
 // Safety: Host and Origin must name an allowed host (loopback names by default) with the
 // listening port, or the answer is 403 (DNS-rebinding protection); with a token, requests
-// without "Authorization: Bearer <token>" get 401; bodies (413), sessions (429) and idle time
+// without "Authorization: Bearer <token>" get 401 (with tenants, each token names its tenant,
+// which sees only its own sessions); bodies (413), sessions (429, also per tenant) and idle time
 // are capped, and slow clients time out instead of holding a thread. No exception text ever
 // reaches a response.
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +27,26 @@
 
 namespace byd::mcp {
 
+// Who a request comes from, known by its bearer token. A tenant's sessions are its own: no
+// other tenant's request can reach them (they are "unknown" to it), and its own cap bounds how
+// many it has open, below the server's.
+struct Tenant {
+  std::string name;
+  std::string token_sha256;  // lowercase hex SHA-256 of its bearer token
+  size_t max_sessions = SIZE_MAX;
+  const permissions::Guard* guard = nullptr;  // its rules; null: the server's
+  std::optional<Limits> limits;               // its limits; none: the server's
+  std::string workspace_root;                 // for the session factory; "": the server's
+};
+
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8765;                         // 0: any free port (see HttpServer::port())
   std::vector<std::string> allowed_hosts;  // accepted in Host and Origin beside loopback names
-  std::string token;                       // when set, every /mcp request must carry it
+  std::string token;  // when set, every request but /healthz must carry it (tenant "default")
+  // When not empty, every request but /healthz must carry the token of one of them (and
+  // `token` is not used).
+  std::vector<Tenant> tenants;
   size_t max_body_bytes = 16 << 20;
   size_t max_sessions = 64;
   std::chrono::seconds session_idle{1800};
@@ -49,7 +66,8 @@ struct SessionBackend {
   std::shared_ptr<void> owner;
   std::string instructions;  // for this session's initialize, when it differs from the rest
 };
-using SessionFactory = std::function<Result<SessionBackend>()>;
+// Makes the backend of a new session of `tenant`.
+using SessionFactory = std::function<Result<SessionBackend>(const Tenant& tenant)>;
 
 class HttpServer {
  public:

@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/text.h"
+#include "mcp/crypto.h"
 #include "mcp/http_gate.h"
 #include "mcp/http_session.h"
 #include "mcp/json_rpc.h"
@@ -39,12 +40,6 @@ using Clock = std::chrono::steady_clock;
 inline constexpr const char* kSessionHeader = "Mcp-Session-Id";
 inline constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 inline constexpr auto kKeepAlive = std::chrono::seconds(15);
-
-inline bool equalConstantTime(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < b.size(); ++i) diff |= (i < a.size() ? a[i] : 0) ^ b[i];
-  return diff == 0;
-}
 
 inline std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -84,6 +79,11 @@ struct HttpServer::Impl {
   GatedServer http;
   int port = -1;
 
+  // Who may connect: the tenants of the options, or one tenant, "default", for the single
+  // token or for a server that asks for none (then `open_tenant` is set).
+  std::vector<Tenant> tenants;
+  const Tenant* open_tenant = nullptr;
+
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Session>> sessions;
   // Requests of the stateless revision share one dispatcher and backend, made when the first
@@ -101,15 +101,20 @@ struct HttpServer::Impl {
   bool hostAllowed(const std::string& host, const std::string& port_text, int default_port) const;
   // Host, Origin and the token; false with the response filled in when the request fails.
   bool admit(const httplib::Request& req, httplib::Response& res) const;
-  // The session a request names; null with the response filled in when it does not.
+  // The tenant whose bearer token the request carries (`open_tenant` when the server asks
+  // for none); null when it carries no token of a tenant. Every tenant's digest is compared,
+  // each in constant time.
+  const Tenant* tenantOf(const httplib::Request& req) const;
+  // The session a request names; null with the response filled in when it does not (or when
+  // it is another tenant's: unknown to this one).
   std::shared_ptr<Session> sessionOf(const httplib::Request& req, httplib::Response& res);
-  Result<std::shared_ptr<Session>> newSession();
+  Result<std::shared_ptr<Session>> newSession(const Tenant& tenant);
   // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
   // stateless revision only.
   enum class SessionKind { kSession, kStateless };
-  Result<std::shared_ptr<Session>> makeSession(SessionKind kind);
-  // The session with this id, or null.
-  std::shared_ptr<Session> find(const std::string& id) const;
+  Result<std::shared_ptr<Session>> makeSession(SessionKind kind, const Tenant& tenant);
+  // The session with this id when it is `tenant`'s, or null.
+  std::shared_ptr<Session> find(const std::string& id, const Tenant* tenant) const;
   void endStateless();
   void endSession(const std::string& id);
   // Hands one message to the session's dispatcher and answers the POST.

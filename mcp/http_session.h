@@ -277,6 +277,7 @@ class SessionTransport : public Transport {
 // One MCP session over HTTP: its backend, its dispatcher and the routing of what it sends.
 struct Session {
   std::string id;
+  const Tenant* tenant = nullptr;  // whose it is (the server's tenants outlive it)
   SessionBackend backend;
   SessionTransport transport;
   std::unique_ptr<Server> server;

@@ -24,7 +24,8 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::statelessSession() {
     std::lock_guard state_lock(mu);
     if (stateless) return stateless;
   }
-  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, makeSession(SessionKind::kStateless));
+  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session,
+                       makeSession(SessionKind::kStateless, tenants.front()));
   std::lock_guard state_lock(mu);
   stateless = session;
   return session;

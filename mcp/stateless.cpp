@@ -1,16 +1,13 @@
 #include "mcp/stateless.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <sys/random.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-#include "common/lazy_library.h"
 #include "common/text.h"
+#include "mcp/crypto.h"
 #include "mcp/protocol.h"
 
 namespace byd::mcp::stateless {
@@ -20,17 +17,6 @@ std::string_view trimSpaces(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-std::string toHex(const unsigned char* data, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out += kDigits[data[i] >> 4];
-    out += kDigits[data[i] & 15];
-  }
-  return out;
 }
 
 std::string base64Url(std::string_view data) {
@@ -248,29 +234,6 @@ json headerParams(const json& input_schema) {
   return out;
 }
 
-namespace {
-
-// HMAC-SHA256 from libcrypto, which is loaded when a state is first signed or checked: a server
-// that never serves the stateless revision does not pay for OpenSSL's start.
-struct CryptoApi {
-  unsigned char* (*hmac)(const EVP_MD*, const void*, int, const unsigned char*, size_t,
-                         unsigned char*, unsigned int*);
-  const EVP_MD* (*sha256)();
-  int (*memcmp)(const void*, const void*, size_t);
-};
-
-bool bindCrypto(void* lib, CryptoApi& api) {
-  return bindSymbol(lib, "HMAC", api.hmac) && bindSymbol(lib, "EVP_sha256", api.sha256) &&
-         bindSymbol(lib, "CRYPTO_memcmp", api.memcmp);
-}
-
-Result<const CryptoApi*> cryptoApi() {
-  return loadLibraryOnce<CryptoApi>("libcrypto.so.3", bindCrypto, "signing requestState",
-                                    "libssl3");
-}
-
-}  // namespace
-
 StateSigner::StateSigner() {
   if (getrandom(key_, sizeof key_, 0) != static_cast<ssize_t>(sizeof key_)) {
     // getrandom cannot fail for 32 bytes once the pool is initialised; stop rather than sign
@@ -280,15 +243,7 @@ StateSigner::StateSigner() {
 }
 
 Result<std::string> StateSigner::mac(std::string_view data) const {
-  BYD_ASSIGN_OR_RETURN(const CryptoApi* crypto, cryptoApi());
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (crypto->hmac(crypto->sha256(), key_, sizeof key_,
-                   reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
-                   &len) == nullptr) {
-    return internalError("HMAC-SHA256 failed");
-  }
-  return toHex(out, len);
+  return hmacSha256Hex(std::string_view(reinterpret_cast<const char*>(key_), sizeof key_), data);
 }
 
 Result<std::string> StateSigner::sign(const json& payload, std::string_view method,
@@ -306,12 +261,7 @@ Result<json> StateSigner::verify(std::string_view state, std::string_view method
   if (dot == std::string_view::npos) return failed();
   const std::string_view encoded = state.substr(0, dot);
   BYD_ASSIGN_OR_RETURN(const std::string expected, mac(encoded));
-  BYD_ASSIGN_OR_RETURN(const CryptoApi* crypto, cryptoApi());
-  const std::string_view given = state.substr(dot + 1);
-  if (given.size() != expected.size() ||
-      crypto->memcmp(given.data(), expected.data(), expected.size()) != 0) {
-    return failed();
-  }
+  if (!equalConstantTime(state.substr(dot + 1), expected)) return failed();
   auto text = fromBase64Url(encoded);
   if (!text.ok()) return failed();
   json body = json::parse(*text, nullptr, false);

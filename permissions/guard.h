@@ -101,6 +101,7 @@ class Guard {
   bool needsElicitation() const { return fallback_ == AskFallback::kDeny && rules_.mayAsk(); }
 
   const Ruleset& ruleset() const { return rules_; }
+  AskFallback askFallback() const { return fallback_; }
   // The read and write rules for a sandbox's view of the workspace: one object for the life
   // of this Guard, so that what a backend learned of a tree under them stays valid.
   const std::shared_ptr<const FileRules>& fileRules() const { return file_rules_; }

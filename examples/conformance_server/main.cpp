@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   options.instructions = "Fixture tools, resources and prompts for the MCP conformance suite.";
   options.catalog = byd::conformance::fixtureCatalog();
   // The fixtures need no files; each session still gets a backend of its own (in memory).
-  byd::mcp::SessionFactory factory = []() -> byd::Result<byd::mcp::SessionBackend> {
+  byd::mcp::SessionFactory factory =
+      [](const byd::mcp::Tenant&) -> byd::Result<byd::mcp::SessionBackend> {
     auto backend = std::make_shared<byd::StateBackend>();
     return byd::mcp::SessionBackend{backend.get(), backend, ""};
   };

@@ -25,17 +25,23 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 class Server:
     """backyard-mcp --transport http on a free loopback port."""
 
-    def __init__(self, root, *args, env=None):
+    def __init__(self, root, *args, env=None, log_level="warn"):
         self.proc = subprocess.Popen(
             [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--root", root,
-             "--ruleset", "permissive", "--log-level", "warn", *args],
+             "--ruleset", "permissive", "--log-level", log_level, *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             env=env)
-        line = self.proc.stderr.readline().decode()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
-        if not match:
-            self.proc.kill()
-            raise RuntimeError("no address in: " + line)
+        # The address is in the line that says what is served (other lines may come first
+        # at a verbose log level; they are kept in `head`).
+        self.head = []
+        match = None
+        while not match:
+            line = self.proc.stderr.readline().decode()
+            self.head.append(line)
+            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+            if not line:
+                self.proc.kill()
+                raise RuntimeError("no address in: " + "".join(self.head))
         self.port = int(match.group(1))
 
     def request(self, method, path="/mcp", body=None, headers=None, timeout=30):

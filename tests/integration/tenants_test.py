@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Tenants (--tokens-file) against the real binary over HTTP: each token names its tenant, whose
+cap, rules, limits and workspace are its own and whose sessions no other tenant can reach; the
+file's mistakes are refused at start, naming the tenant and key and never a token.
+
+usage: tenants_test.py BINARY [unittest args]"""
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import http_test
+from http_test import INIT, Server
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-fedcba9876543210xyz"
+
+
+def bearer(token):
+    return {"Authorization": "Bearer " + token}
+
+
+def result_text(body):
+    message = json.loads(body)
+    return message["result"]["content"][0]["text"], message["result"]
+
+
+class LoggedServer(Server):
+    """A Server whose whole log is kept (read as it comes, so that it never fills the pipe)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log = list(self.head)
+        self.reader = threading.Thread(target=self._drain, daemon=True)
+        self.reader.start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line.decode(errors="replace"))
+
+    def stop(self):
+        self.proc.terminate()
+        code = self.proc.wait(30)
+        self.reader.join(10)
+        self.proc.stderr.close()
+        return code
+
+
+class TenantsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = os.path.join(self.tmp.name, "root")
+        self.spaces = os.path.join(self.tmp.name, "spaces")
+        os.mkdir(self.root)
+        os.mkdir(self.spaces)
+        for i in range(3):
+            with open(os.path.join(self.root, f"f{i}.txt"), "w") as f:
+                f.write("x\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def tokens_file(self, doc, mode=0o600, name="tokens.json"):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        os.chmod(path, mode)
+        return path
+
+    def tenants(self):
+        return {
+            # alice: by the token's digest; two sessions at most; read-only.
+            "sha256:" + hashlib.sha256(ALICE.encode()).hexdigest().upper(): {
+                "name": "alice", "max_sessions": 2, "ruleset": "readonly"},
+            # bob: the token itself; one session; at most one result per listing.
+            BOB: {"name": "bob", "max_sessions": 1, "limits": {"max_results": 1}},
+        }
+
+    def start(self, doc, *args):
+        server = LoggedServer(self.root, "--tokens-file", self.tokens_file(doc),
+                              "--workspace-root", self.spaces, *args, log_level="debug")
+        self.addCleanup(server.stop)
+        return server
+
+    def start_fails(self, doc, *args, mode=0o600, env=None):
+        path = self.tokens_file(doc, mode)
+        proc = subprocess.run(
+            [http_test.BINARY, "--transport", "http", "--listen", "127.0.0.1:0",
+             "--root", self.root, "--tokens-file", path, *args],
+            capture_output=True, text=True, timeout=30, env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        return proc.stderr
+
+    def test_each_token_names_its_tenant_and_its_cap(self):
+        server = self.start(self.tenants())
+        self.assertEqual(server.request("POST", body=INIT)[0], 401)
+        self.assertEqual(server.request("POST", body=INIT, headers=bearer("nobody-" + BOB))[0], 401)
+        # The digest's own hex is no token.
+        digest = hashlib.sha256(ALICE.encode()).hexdigest()
+        self.assertEqual(server.request("POST", body=INIT, headers=bearer(digest))[0], 401)
+        a1 = server.initialize(bearer(ALICE))
+        server.initialize(bearer(ALICE))
+        status, h, body = server.request("POST", body=INIT, headers=bearer(ALICE))
+        self.assertEqual(status, 429, body)
+        self.assertIn("retry-after", h)
+        self.assertIn("tenant 'alice' has 2 sessions open", body.decode())
+        # One tenant at its cap does not take the pool from another.
+        b1 = server.initialize(bearer(BOB))
+        self.assertEqual(server.request("POST", body=INIT, headers=bearer(BOB))[0], 429)
+        # Ending a session makes room for the next.
+        status, _, _ = server.request("DELETE", headers={"Mcp-Session-Id": a1, **bearer(ALICE)})
+        self.assertEqual(status, 200)
+        server.initialize(bearer(ALICE))
+        self.assertTrue(b1)
+
+    def test_a_tenant_cannot_reach_another_tenants_session(self):
+        server = self.start(self.tenants())
+        a = server.initialize(bearer(ALICE))
+        b = server.initialize(bearer(BOB))
+        # Bob naming Alice's session: unknown to him, whatever he asks.
+        status, _, body = server.call(a, 2, "ls", {}, headers=bearer(BOB))
+        self.assertEqual(status, 404, body)
+        status, _, _ = server.request("DELETE", headers={"Mcp-Session-Id": a, **bearer(BOB)})
+        self.assertEqual(status, 404)
+        status, _, _ = server.request("GET", headers={"Mcp-Session-Id": a, "Accept":
+                                                      "text/event-stream", **bearer(BOB)})
+        self.assertEqual(status, 404)
+        # ... and the session lives on for Alice.
+        status, _, body = server.call(a, 3, "ls", {}, headers=bearer(ALICE))
+        self.assertEqual(status, 200, body)
+        status, _, body = server.call(b, 3, "ls", {}, headers=bearer(BOB))
+        self.assertEqual(status, 200, body)
+
+    def test_rules_limits_and_workspaces_are_the_tenants(self):
+        server = self.start(self.tenants())
+        a = server.initialize(bearer(ALICE))
+        b = server.initialize(bearer(BOB))
+        # Alice is read-only: no write tool offered, and a write refused.
+        status, _, body = server.request(
+            "POST", body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={"Mcp-Session-Id": a, **bearer(ALICE)})
+        names = [t["name"] for t in json.loads(body)["result"]["tools"]]
+        self.assertIn("read_file", names)
+        self.assertNotIn("write_file", names)
+        status, _, body = server.call(a, 3, "write_file", {"path": "w.txt", "content": "a\n"},
+                                      headers=bearer(ALICE))
+        text, result = result_text(body)
+        self.assertTrue(result["isError"], text)
+        self.assertIn("write denied for 'w.txt'", text)
+        # Bob writes, into a directory of his own under the workspace root.
+        status, _, body = server.call(b, 4, "write_file", {"path": "w.txt", "content": "b\n"},
+                                      headers=bearer(BOB))
+        text, result = result_text(body)
+        self.assertFalse(result["isError"], text)
+        written = glob.glob(os.path.join(self.spaces, "bob", "session-*", "w.txt"))
+        self.assertEqual(len(written), 1, os.listdir(self.spaces))
+        self.assertEqual(glob.glob(os.path.join(self.spaces, "alice", "session-*", "w.txt")), [])
+        # Bob's listings stop at one entry; Alice's at the server's limit.
+        for name in ("x1", "x2"):
+            server.call(b, 5, "write_file", {"path": name, "content": ""}, headers=bearer(BOB))
+        text, result = result_text(server.call(b, 6, "ls", {}, headers=bearer(BOB))[2])
+        self.assertEqual(len(result["structuredContent"]["entries"]), 1, text)
+        self.assertTrue(result["structuredContent"]["truncated"])
+        # No token reaches the log, even at debug.
+        self.assertEqual(server.stop(), 0)
+        log = "".join(server.log)
+        self.assertIn("session", log)
+        self.assertNotIn(ALICE, log)
+        self.assertNotIn(BOB, log)
+
+    def test_the_tokens_file_from_the_environment(self):
+        env = dict(os.environ, BACKYARD_TOKENS_FILE=self.tokens_file(self.tenants()))
+        server = Server(self.root, "--workspace-root", self.spaces, env=env)
+        self.addCleanup(server.stop)
+        self.assertEqual(server.request("POST", body=INIT)[0], 401)
+        server.initialize(bearer(BOB))
+
+    def test_mistakes_are_refused_at_start(self):
+        tenants = self.tenants()
+        message = self.start_fails(tenants, "--workspace-root", self.spaces, mode=0o644)
+        self.assertIn("may be read or written by users other than its owner (mode 0644)", message)
+        cases = [
+            ("[]", "must be a JSON object with one key per token"),
+            ("{", "is not valid JSON"),
+            ({BOB: {"name": "bob", "max_session": 2}}, "unknown key 'max_session'"),
+            ({BOB: {"name": "b b"}}, "\"name\" must be 1 to 64 letters"),
+            ({"short": {"name": "bob"}}, "its token has 5 characters, fewer than 16"),
+            ({"sha256:abc": {"name": "bob"}}, "the 64 hex digits of a SHA-256"),
+            ({BOB: {"name": "bob", "max_sessions": 0}}, "tenant 1 ('bob'): max_sessions"),
+            ({BOB: {"name": "bob", "limits": {"max_timeout_s": -1}}},
+             "limits.max_timeout_s"),
+            ({BOB: {"name": "bob", "limits": {"timeout": 1}}}, "limits: unknown key 'timeout'"),
+            ({BOB: {"name": "bob", "ruleset": "no-such-preset"}}, "tenant 1 ('bob'): ruleset"),
+            ({BOB: {"name": "bob", "workspace_root": "/no/such/dir"}},
+             "workspace_root '/no/such/dir' is not a directory"),
+            ({BOB: {"name": "bob"}, ALICE: {"name": "bob"}}, "the name 'bob' is taken"),
+            ({BOB: {"name": "bob"},
+              "sha256:" + hashlib.sha256(BOB.encode()).hexdigest(): {"name": "bob2"}},
+             "its token is another tenant's too"),
+        ]
+        for doc, expected in cases:
+            with self.subTest(expected=expected):
+                message = self.start_fails(doc, "--workspace-root", self.spaces)
+                self.assertIn(expected, message)
+                self.assertNotIn(BOB, message)
+                self.assertNotIn(ALICE, message)
+        # Two tenants sharing the root's files: refused without a workspace root.
+        message = self.start_fails({BOB: {"name": "bob"}, ALICE: {"name": "alice"}})
+        self.assertIn("would work in the root, which other tenants see too", message)
+        # One token or the other, not both.
+        token = os.path.join(self.tmp.name, "token")
+        with open(token, "w") as f:
+            f.write("single-token-0123456789\n")
+        message = self.start_fails(self.tenants(), "--token-file", token)
+        self.assertIn("give it or --token-file, not both", message)
+
+    def test_one_token_is_one_tenant(self):
+        token = os.path.join(self.tmp.name, "token")
+        with open(token, "w") as f:
+            f.write("single-token-0123456789\n")
+        server = Server(self.root, "--token-file", token, "--max-sessions", "1")
+        self.addCleanup(server.stop)
+        self.assertEqual(server.request("POST", body=INIT)[0], 401)
+        server.initialize(bearer("single-token-0123456789"))
+        self.assertEqual(
+            server.request("POST", body=INIT, headers=bearer("single-token-0123456789"))[0], 429)
+
+
+if __name__ == "__main__":
+    http_test.BINARY = os.path.abspath(sys.argv.pop(1))
+    unittest.main()
