@@ -33,8 +33,13 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   const std::string tools = (*first)->tools;
   (*first)->warmUp();
   first->reset();  // the factory keeps it for the first session
-  byd::mcp::SessionFactory factory = [&sessions](const byd::mcp::Tenant& tenant) {
-    return sessions.next(tenant.workspace_root, tenant.guard);
+  byd::mcp::SessionFactory factory = [&sessions, &config](const byd::mcp::Tenant& tenant,
+                                                          const std::string& name) {
+    return sessions.next({.tenant = tenant.name,
+                          .name = name,
+                          .workspace_root = tenant.workspace_root,
+                          .guard = tenant.guard,
+                          .max_named = std::min(tenant.max_sessions, config.max_sessions)});
   };
   byd::mcp::HttpOptions http;
   http.host = config.listenHost();

@@ -298,30 +298,125 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
   return stack;
 }
 
-Result<mcp::SessionBackend> SessionFactory::next(const std::string& workspace_root,
-                                                 const permissions::Guard* guard) {
-  const std::string& under = workspace_root.empty() ? config_.workspace_root : workspace_root;
+Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
+                                                            const std::string& dir) {
+  Config session_config = config_;
+  if (!dir.empty()) {
+    session_config.root = dir;
+    session_config.root_given = true;
+  }
+  BYD_ASSIGN_OR_RETURN(
+      SessionStack stack,
+      open(session_config, /*warm=*/false, request.guard != nullptr ? *request.guard : guard_));
+  return std::make_shared<SessionStack>(std::move(stack));
+}
+
+Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
+  const std::string& under =
+      request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;
+  if (!request.name.empty()) return attach(request, under);
   std::shared_ptr<SessionStack> stack;
-  if (under.empty() && (guard == nullptr || guard == &guard_)) {
+  if (under.empty() && (request.guard == nullptr || request.guard == &guard_)) {
     std::lock_guard lock(mu_);
     stack = std::move(spare_);
   }
   if (!stack) {
-    Config session_config = config_;
+    std::string dir;
     if (!under.empty()) {
-      std::string dir = under + "/session-XXXXXX";
+      dir = under + "/session-XXXXXX";
       if (mkdtemp(dir.data()) == nullptr) {
         return internalError("cannot make a session directory under " + under + ": " +
                              strerror(errno));
       }
-      session_config.root = dir;
-      session_config.root_given = true;
     }
-    BYD_ASSIGN_OR_RETURN(SessionStack fresh,
-                         open(session_config, /*warm=*/false, guard != nullptr ? *guard : guard_));
-    stack = std::make_shared<SessionStack>(std::move(fresh));
+    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
   }
   return mcp::SessionBackend{stack->backend.get(), stack, stack->instructions};
+}
+
+Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
+                                                   const std::string& under) {
+  const auto key = std::make_pair(request.tenant, request.name);
+  std::shared_ptr<SessionStack> stack, evicted;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = named_.find(key); it != named_.end()) {
+      stack = it->second.stack;
+    } else {
+      // A tenant holds at most max_named: the one left alone longest makes room.
+      auto oldest = named_.end();
+      size_t held = 0;
+      for (auto n = named_.begin(); n != named_.end(); ++n) {
+        if (n->first.first != request.tenant) continue;
+        ++held;
+        if (n->second.attached == 0 &&
+            (oldest == named_.end() || n->second.detached_at < oldest->second.detached_at)) {
+          oldest = n;
+        }
+      }
+      if (held >= request.max_named) {
+        if (oldest == named_.end()) {
+          return resourceExhausted("tenant '" + request.tenant + "' has " + std::to_string(held) +
+                                   " named sessions in use");
+        }
+        evicted = std::move(oldest->second.stack);
+        named_.erase(oldest);
+      }
+    }
+  }
+  evicted.reset();  // its sandbox and kernels stop outside the lock
+  if (!stack) {
+    std::string dir;
+    if (!under.empty()) {
+      dir = under + "/named-" + request.name;
+      if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+        return internalError("cannot make the directory of session '" + request.name +
+                             "': " + strerror(errno));
+      }
+    }
+    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
+  }
+  std::lock_guard lock(mu_);
+  // Two sessions may have made it at once: the first one kept is everyone's.
+  Named& entry = named_.try_emplace(key, Named{stack}).first->second;
+  stack = entry.stack;
+  ++entry.attached;
+  if (!reaper_.joinable()) reaper_ = std::jthread([this](std::stop_token s) { reapNamed(s); });
+  // The lease: while any session holds it, the stack is used; when the last lets go, the
+  // stack waits for the reaper (or the next session of that name).
+  std::shared_ptr<void> lease(nullptr, [this, key, stack](void*) {
+    std::lock_guard lock(mu_);
+    if (auto it = named_.find(key); it != named_.end() && it->second.stack == stack) {
+      --it->second.attached;
+      it->second.detached_at = std::chrono::steady_clock::now();
+    }
+  });
+  return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions};
+}
+
+void SessionFactory::reapNamed(std::stop_token stop) {
+  const auto linger = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.session_idle_s));
+  const auto every = std::min<std::chrono::steady_clock::duration>(
+      std::max<std::chrono::steady_clock::duration>(linger / 4, std::chrono::milliseconds(100)),
+      std::chrono::seconds(10));
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    reaper_cv_.wait_for(lock, stop, every, [] { return false; });
+    std::vector<std::shared_ptr<SessionStack>> idle;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = named_.begin(); it != named_.end();) {
+      if (it->second.attached == 0 && now - it->second.detached_at >= linger) {
+        idle.push_back(std::move(it->second.stack));
+        it = named_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    idle.clear();  // sandboxes and kernels stop outside the lock
+    lock.lock();
+  }
 }
 
 mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) const {

@@ -6,7 +6,10 @@
 // serves the first session), then one for each further session and one for the stateless
 // requests, through next().
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,22 +62,48 @@ class SessionFactory {
   // in the background); an error is a configuration mistake. HTTP keeps it for the first
   // session, unless each session gets a directory of its own.
   Result<std::shared_ptr<SessionStack>> start();
+  // What a new HTTP session asks for.
+  struct Request {
+    std::string tenant = "default";
+    std::string name;  // the client's name for it: "" for none
+    // Its tenant's directory for sessions ("": --workspace-root) and rules (null: the
+    // server's; they decide the tools offered and what the instructions say).
+    std::string workspace_root;
+    const permissions::Guard* guard = nullptr;
+    size_t max_named = 64;  // named sessions the tenant may hold, connected or not
+  };
   // HTTP: the stack kept from start() once, then a new one each time (cold: a sandbox and
-  // kernels when first needed), in a fresh directory under `workspace_root` (a tenant's), else
-  // under --workspace-root when it is set. `guard`: a tenant's rules, when not the server's
-  // (they decide the tools offered and what the instructions say).
-  Result<mcp::SessionBackend> next(const std::string& workspace_root = "",
-                                   const permissions::Guard* guard = nullptr);
+  // kernels when first needed), in a fresh directory session-XXXXXX under the workspace root
+  // when there is one. A named session's stack is found again by a later session of the same
+  // tenant and name, and shared by all connected under it; it outlives the last of them by
+  // --session-idle (its kernels live on), and its directory, named-NAME, for good.
+  Result<mcp::SessionBackend> next(const Request& request);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
 
  private:
   Result<SessionStack> open(const Config& config, bool warm, const permissions::Guard& guard) const;
 
+  // A new stack for `request` in `dir` ("": the root).
+  Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir);
+  // The named session's stack, found or made, leased to one more session.
+  Result<mcp::SessionBackend> attach(const Request& request, const std::string& under);
+  // Drops the named stacks no session has used for --session-idle (the reaper thread).
+  void reapNamed(std::stop_token stop);
+
+  struct Named {
+    std::shared_ptr<SessionStack> stack;
+    size_t attached = 0;
+    std::chrono::steady_clock::time_point detached_at;
+  };
+
   const Config& config_;
   const permissions::Guard& guard_;
   std::mutex mu_;
   std::shared_ptr<SessionStack> spare_;
+  std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name
+  std::condition_variable_any reaper_cv_;
+  std::jthread reaper_;  // last: stopped before what it reaps goes
 };
 
 }  // namespace byd

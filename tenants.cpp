@@ -173,13 +173,17 @@ Result<std::vector<TenantSpec>> loadTenants(const Config& config) {
   }
   const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
   std::vector<TenantSpec> tenants;
-  std::set<std::string> names, digests;
+  std::set<std::string> names, digests, roots;
   size_t index = 0;
   for (const auto& [key, value] : doc.items()) {
     const std::string where = source + ": tenant " + std::to_string(++index);
     BYD_ASSIGN_OR_RETURN(TenantSpec tenant, readTenant(config, key, value, dir, where));
     if (!names.insert(tenant.name).second) {
       return invalidArgument(where + ": the name '" + tenant.name + "' is taken by another");
+    }
+    if (!tenant.workspace_root.empty() && !roots.insert(tenant.workspace_root).second) {
+      return invalidArgument(where + " ('" + tenant.name + "'): workspace_root '" +
+                             tenant.workspace_root + "' is another tenant's too");
     }
     if (!digests.insert(tenant.token_sha256).second) {
       return invalidArgument(where + " ('" + tenant.name + "'): its token is another tenant's too");

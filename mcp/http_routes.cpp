@@ -123,7 +123,9 @@ void HttpServer::Impl::onLegacyStream(const httplib::Request& req, httplib::Resp
     jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
     return;
   }
-  auto made = newSession(*tenantOf(req));
+  std::string name;
+  if (!sessionName(req, nullptr, &name, res)) return;
+  auto made = newSession(*tenantOf(req), name);
   if (!made.ok()) {
     failedSession(made.status(), res);
     return;
@@ -213,14 +215,17 @@ void HttpServer::Impl::onPost(const httplib::Request& req, httplib::Response& re
   }
   std::shared_ptr<Session> session;
   if (message.value("method", "") == "initialize") {
-    auto made = newSession(*tenantOf(req));
+    std::string name;
+    if (!sessionName(req, &message, &name, res)) return;
+    auto made = newSession(*tenantOf(req), name);
     if (!made.ok()) {
       failedSession(made.status(), res);
       return;
     }
     session = std::move(*made);
     res.set_header(kSessionHeader, session->id);
-    spdlog::info("http: session {}… started", session->id.substr(0, 8));
+    spdlog::info("http: session {}… started{}", session->id.substr(0, 8),
+                 name.empty() ? "" : " as '" + name + "'");
   } else {
     session = sessionOf(req, res);
     if (!session) return;

@@ -105,7 +105,51 @@ std::shared_ptr<Session> HttpServer::Impl::sessionOf(const httplib::Request& req
   return session;
 }
 
-Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tenant) {
+bool validSessionName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+bool HttpServer::Impl::sessionName(const httplib::Request& req, const json* initialize,
+                                   std::string* name, httplib::Response& res) {
+  std::string source = kSessionNameHeader;
+  const json* given = nullptr;
+  if (initialize != nullptr) {
+    const auto params = initialize->find("params");
+    if (params != initialize->end() && params->is_object()) {
+      const auto meta = params->find("_meta");
+      if (meta != params->end() && meta->is_object()) {
+        if (auto it = meta->find(kSessionNameMeta); it != meta->end()) given = &*it;
+      }
+    }
+  }
+  if (given != nullptr) {
+    source = std::string("_meta \"") + kSessionNameMeta + "\"";
+    if (!given->is_string()) {
+      jsonError(res, 400, rpc::kInvalidParams, source + " must be a string");
+      return false;
+    }
+    *name = given->get<std::string>();
+  } else {
+    *name = req.get_header_value(kSessionNameHeader);
+    if (!req.has_header(kSessionNameHeader)) return true;
+  }
+  if (!validSessionName(*name)) {
+    jsonError(res, 400, rpc::kInvalidParams,
+              source +
+                  ": a session name is 1 to 64 letters, digits, '.', '_' or '-', starting "
+                  "with a letter or digit");
+    return false;
+  }
+  return true;
+}
+
+Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tenant,
+                                                              const std::string& name) {
   {
     std::lock_guard lock(mu);
     if (sessions.size() >= options.max_sessions) {
@@ -119,7 +163,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
     }
   }
   BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session,
-                       makeSession(SessionKind::kSession, tenant));
+                       makeSession(SessionKind::kSession, tenant, name));
   session->id = randomHex(16);
   session->touch();
   std::lock_guard lock(mu);
@@ -130,10 +174,12 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
 // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
 // stateless revision only.
 Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
-                                                               const Tenant& tenant) {
-  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory(tenant));
+                                                               const Tenant& tenant,
+                                                               const std::string& name) {
+  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory(tenant, name));
   auto session = std::make_shared<Session>();
   session->tenant = &tenant;
+  session->name = name;
   session->backend = std::move(backend);
   ServerOptions options = server_options;
   options.stateless_only = kind == SessionKind::kStateless;

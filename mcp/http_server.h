@@ -66,8 +66,19 @@ struct SessionBackend {
   std::shared_ptr<void> owner;
   std::string instructions;  // for this session's initialize, when it differs from the rest
 };
-// Makes the backend of a new session of `tenant`.
-using SessionFactory = std::function<Result<SessionBackend>(const Tenant& tenant)>;
+// Makes the backend of a new session of `tenant`; `name`, when not empty, is the name the
+// client gave it (see kSessionNameMeta), under which a later session of the same tenant finds
+// the same backend again.
+using SessionFactory =
+    std::function<Result<SessionBackend>(const Tenant& tenant, const std::string& name)>;
+
+// Where a client names its session: the `_meta` key of its initialize request, or the header
+// for clients that cannot set `_meta`.
+inline constexpr const char* kSessionNameMeta = "io.backyard/session";
+inline constexpr const char* kSessionNameHeader = "Backyard-Session";
+// Whether `name` may name a session: 1 to 64 letters, digits, '.', '_' or '-', starting with a
+// letter or digit.
+bool validSessionName(const std::string& name);
 
 class HttpServer {
  public:

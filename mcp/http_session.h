@@ -278,6 +278,7 @@ class SessionTransport : public Transport {
 struct Session {
   std::string id;
   const Tenant* tenant = nullptr;  // whose it is (the server's tenants outlive it)
+  std::string name;                // the name its client gave it, if any
   SessionBackend backend;
   SessionTransport transport;
   std::unique_ptr<Server> server;

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import http_test
@@ -230,6 +231,98 @@ class TenantsTest(unittest.TestCase):
         server.initialize(bearer("single-token-0123456789"))
         self.assertEqual(
             server.request("POST", body=INIT, headers=bearer("single-token-0123456789"))[0], 429)
+
+
+class NamedSessionsTest(unittest.TestCase):
+    """A session named by its client (io.backyard/session) comes back to a later connection of
+    the same tenant: its files, and its Python state while its kernels live."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.root = os.path.join(self.tmp.name, "root")
+        self.spaces = os.path.join(self.tmp.name, "spaces")
+        os.mkdir(self.root)
+        os.mkdir(self.spaces)
+        tokens = os.path.join(self.tmp.name, "tokens.json")
+        with open(tokens, "w") as f:
+            json.dump({ALICE: {"name": "alice"}, BOB: {"name": "bob"}}, f)
+        os.chmod(tokens, 0o600)
+        # Idle sessions (and a named session's kernels) go after 2 s.
+        self.server = Server(self.root, "--tokens-file", tokens, "--workspace-root", self.spaces,
+                             "--session-idle", "2")
+        self.addCleanup(self.server.stop)
+
+    def initialize(self, token, name=None, header=None):
+        """POSTs an initialize naming its session by `_meta` (name) or the header."""
+        init = json.loads(json.dumps(INIT))
+        headers = bearer(token)
+        if name is not None:
+            init["params"]["_meta"] = {"io.backyard/session": name}
+        if header is not None:
+            headers["Backyard-Session"] = header
+        return self.server.request("POST", body=init, headers=headers)
+
+    def open(self, token, name=None, header=None):
+        status, h, body = self.initialize(token, name, header)
+        self.assertEqual(status, 200, body)
+        return h["mcp-session-id"]
+
+    def call(self, sid, token, name, arguments):
+        status, _, body = self.server.call(sid, 5, name, arguments, headers=bearer(token))
+        self.assertEqual(status, 200, body)
+        return json.loads(body)["result"]
+
+    def end(self, sid, token):
+        status, _, _ = self.server.request("DELETE", headers={"Mcp-Session-Id": sid,
+                                                              **bearer(token)})
+        self.assertEqual(status, 200)
+
+    def test_a_named_session_comes_back(self):
+        first = self.open(ALICE, name="work")
+        self.assertFalse(self.call(first, ALICE, "write_file",
+                                   {"path": "a.txt", "content": "kept\n"})["isError"])
+        self.assertFalse(self.call(first, ALICE, "run_python", {"code": "x = 41"})["isError"])
+        self.assertTrue(os.path.isfile(os.path.join(self.spaces, "alice", "named-work", "a.txt")))
+        self.end(first, ALICE)
+        # A new connection, by the header: the files and the kernel's globals are there.
+        again = self.open(ALICE, header="work")
+        result = self.call(again, ALICE, "read_file", {"path": "a.txt"})
+        self.assertEqual(result["structuredContent"]["content"], "kept\n")
+        result = self.call(again, ALICE, "run_python", {"code": "x + 1"})
+        self.assertEqual(result["structuredContent"]["result"], "42")
+        # Two connections on one name share it, each answered on its own.
+        beside = self.open(ALICE, name="work")
+        self.assertFalse(self.call(beside, ALICE, "write_file",
+                                   {"path": "b.txt", "content": "b\n"})["isError"])
+        self.assertEqual(self.call(again, ALICE, "read_file",
+                                   {"path": "b.txt"})["structuredContent"]["content"], "b\n")
+        # An unnamed session and another tenant's "work" are elsewhere.
+        plain = self.open(ALICE)
+        self.assertTrue(self.call(plain, ALICE, "read_file", {"path": "a.txt"})["isError"])
+        bobs = self.open(BOB, name="work")
+        self.assertTrue(self.call(bobs, BOB, "read_file", {"path": "a.txt"})["isError"])
+        result = self.call(bobs, BOB, "run_python", {"code": "'x' in globals()"})
+        self.assertEqual(result["structuredContent"]["result"], "False")
+        # Once no connection has used it for the idle time, its kernels stop; its files stay.
+        self.end(again, ALICE)
+        self.end(beside, ALICE)
+        time.sleep(4)
+        last = self.open(ALICE, name="work")
+        self.assertEqual(self.call(last, ALICE, "read_file",
+                                   {"path": "a.txt"})["structuredContent"]["content"], "kept\n")
+        result = self.call(last, ALICE, "run_python", {"code": "'x' in globals()"})
+        self.assertEqual(result["structuredContent"]["result"], "False")
+
+    def test_a_bad_name_is_refused(self):
+        for name, header in (("../up", None), ("", None), (None, "a b"), ("x" * 65, None)):
+            with self.subTest(name=name, header=header):
+                status, _, body = self.initialize(ALICE, name, header)
+                self.assertEqual(status, 400, body)
+                self.assertIn("a session name is 1 to 64 letters", body.decode())
+        status, _, body = self.initialize(ALICE, 7)
+        self.assertEqual(status, 400)
+        self.assertIn("must be a string", body.decode())
 
 
 if __name__ == "__main__":
