@@ -365,13 +365,22 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
     }
   }
   evicted.reset();  // its sandbox and kernels stop outside the lock
+  // What the client is told of the session it comes back to.
+  std::string again = " This is session '" + request.name +
+                      "' again: its files and Python sessions are as they were left.";
   if (!stack) {
     std::string dir;
+    again = "";
     if (!under.empty()) {
       dir = under + "/named-" + request.name;
-      if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-        return internalError("cannot make the directory of session '" + request.name +
-                             "': " + strerror(errno));
+      if (mkdir(dir.c_str(), 0700) != 0) {
+        if (errno != EEXIST) {
+          return internalError("cannot make the directory of session '" + request.name +
+                               "': " + strerror(errno));
+        }
+        again = " This is session '" + request.name +
+                "' again: its files are as they were left; its Python sessions start afresh "
+                "(their kernels had stopped).";
       }
     }
     BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
@@ -391,7 +400,7 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
       it->second.detached_at = std::chrono::steady_clock::now();
     }
   });
-  return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions};
+  return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions + again};
 }
 
 void SessionFactory::reapNamed(std::stop_token stop) {

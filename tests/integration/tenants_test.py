@@ -263,9 +263,12 @@ class NamedSessionsTest(unittest.TestCase):
             headers["Backyard-Session"] = header
         return self.server.request("POST", body=init, headers=headers)
 
-    def open(self, token, name=None, header=None):
+    def open(self, token, name=None, header=None, told=None):
+        """A session's id; `told`: what its instructions must say."""
         status, h, body = self.initialize(token, name, header)
         self.assertEqual(status, 200, body)
+        if told is not None:
+            self.assertIn(told, json.loads(body)["result"]["instructions"])
         return h["mcp-session-id"]
 
     def call(self, sid, token, name, arguments):
@@ -286,7 +289,8 @@ class NamedSessionsTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(self.spaces, "alice", "named-work", "a.txt")))
         self.end(first, ALICE)
         # A new connection, by the header: the files and the kernel's globals are there.
-        again = self.open(ALICE, header="work")
+        again = self.open(ALICE, header="work",
+                          told="its files and Python sessions are as they were left")
         result = self.call(again, ALICE, "read_file", {"path": "a.txt"})
         self.assertEqual(result["structuredContent"]["content"], "kept\n")
         result = self.call(again, ALICE, "run_python", {"code": "x + 1"})
@@ -308,7 +312,7 @@ class NamedSessionsTest(unittest.TestCase):
         self.end(again, ALICE)
         self.end(beside, ALICE)
         time.sleep(4)
-        last = self.open(ALICE, name="work")
+        last = self.open(ALICE, name="work", told="its Python sessions start afresh")
         self.assertEqual(self.call(last, ALICE, "read_file",
                                    {"path": "a.txt"})["structuredContent"]["content"], "kept\n")
         result = self.call(last, ALICE, "run_python", {"code": "'x' in globals()"})
