@@ -58,6 +58,35 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
                                             .limits = spec.limits,
                                             .workspace_root = spec.workspace_root});
   }
+  // Stored workspaces, for /api/: each tenant its own, under its rules and read limit.
+  const auto request = [](const byd::mcp::Tenant& tenant, const std::string& name) {
+    return byd::SessionFactory::Request{.tenant = tenant.name,
+                                        .name = name,
+                                        .workspace_root = tenant.workspace_root,
+                                        .guard = tenant.guard};
+  };
+  const auto limits = [&config](const byd::mcp::Tenant& tenant) {
+    return tenant.limits.value_or(config.limits);
+  };
+  http.store = std::make_shared<byd::mcp::WorkspaceStore>(byd::mcp::WorkspaceStore{
+      .sessions =
+          [&sessions, request](const byd::mcp::Tenant& t) {
+            return sessions.storedSessions(request(t, ""));
+          },
+      .list =
+          [&sessions, request, limits](const byd::mcp::Tenant& t, const std::string& name,
+                                       const std::string& path) {
+            return sessions.storedList(request(t, name), path, limits(t).max_results);
+          },
+      .read =
+          [&sessions, request, limits](const byd::mcp::Tenant& t, const std::string& name,
+                                       const std::string& path) {
+            return sessions.storedRead(request(t, name), path, limits(t).max_read_bytes);
+          },
+      .purge = [&sessions, request](
+                   const byd::mcp::Tenant& t,
+                   const std::string& name) { return sessions.purge(request(t, name)); },
+  });
   http.max_body_bytes = config.max_message_bytes;
   http.max_sessions = config.max_sessions;
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));

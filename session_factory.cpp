@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox_identity.h"
 #include "common/text.h"
+#include "permissions/guarded_backend.h"
 #include "tools/registry.h"
 
 namespace byd {
@@ -426,6 +428,128 @@ void SessionFactory::reapNamed(std::stop_token stop) {
     idle.clear();  // sandboxes and kernels stop outside the lock
     lock.lock();
   }
+}
+
+Result<std::string> SessionFactory::storeOf(const Request& request) const {
+  const std::string& under =
+      request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;
+  if (under.empty()) {
+    return notFound("no workspace is stored: the server has no --workspace-root");
+  }
+  return under;
+}
+
+struct SessionFactory::Stored {
+  std::unique_ptr<LocalBackend> local;
+  std::unique_ptr<permissions::GuardedBackend> guarded;
+};
+
+Result<std::unique_ptr<SessionFactory::Stored>> SessionFactory::openStored(
+    const Request& request, permissions::Operation op) const {
+  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
+  const std::string dir = under + "/named-" + request.name;
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return notFound("no stored session '" + request.name + "'");
+  }
+  auto stored = std::make_unique<Stored>();
+  BYD_ASSIGN_OR_RETURN(stored->local, LocalBackend::open(dir, {}));
+  stored->guarded = std::make_unique<permissions::GuardedBackend>(
+      *stored->local, request.guard != nullptr ? *request.guard : guard_, op, nullptr);
+  return stored;
+}
+
+Result<nlohmann::json> SessionFactory::storedSessions(const Request& request) const {
+  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
+  nlohmann::json sessions = nlohmann::json::array();
+  std::error_code ec;
+  std::vector<std::filesystem::directory_entry> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(under, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("named-", 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec)) {
+      dirs.push_back(entry);
+    }
+  }
+  if (ec) return internalError("cannot list " + under + ": " + ec.message());
+  std::sort(dirs.begin(), dirs.end());
+  std::lock_guard lock(mu_);
+  for (const auto& entry : dirs) {
+    const std::string name = entry.path().filename().string().substr(6);
+    const auto it = named_.find({request.tenant, name});
+    struct stat st {};
+    lstat(entry.path().c_str(), &st);
+    sessions.push_back(
+        {{"name", name},
+         {"connected", it == named_.end() ? 0 : it->second.attached},
+         {"running", it != named_.end()},
+         {"modified", isoTime(st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec)}});
+  }
+  return nlohmann::json{{"sessions", std::move(sessions)}};
+}
+
+Result<nlohmann::json> SessionFactory::storedList(const Request& request, const std::string& path,
+                                                  size_t max_entries) const {
+  BYD_ASSIGN_OR_RETURN(auto stored, openStored(request, permissions::Operation::kLs));
+  Backend& fs = *stored->guarded;
+  BYD_ASSIGN_OR_RETURN(const std::string key, fs.normalize(path));
+  BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, fs.list(key));
+  std::sort(entries.begin(), entries.end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  const size_t total = entries.size();
+  if (entries.size() > max_entries) entries.resize(max_entries);
+  nlohmann::json list = nlohmann::json::array();
+  for (const FileInfo& e : entries) {
+    list.push_back({{"name", e.name},
+                    {"type", fileTypeName(e.type)},
+                    {"size", e.size},
+                    {"mtime", isoTime(e.mtime_ns)}});
+  }
+  return nlohmann::json{{"session", request.name},
+                        {"path", key.empty() ? "." : key},
+                        {"entries", std::move(list)},
+                        {"total", total},
+                        {"truncated", total > entries.size()}};
+}
+
+Result<std::string> SessionFactory::storedRead(const Request& request, const std::string& path,
+                                               uint64_t max_bytes) const {
+  BYD_ASSIGN_OR_RETURN(auto stored, openStored(request, permissions::Operation::kRead));
+  Backend& fs = *stored->guarded;
+  BYD_ASSIGN_OR_RETURN(const std::string key, fs.normalize(path));
+  BYD_ASSIGN_OR_RETURN(const FileInfo info, fs.stat(key));
+  if (info.type != FileType::kFile) {
+    return invalidArgument("'" + path + "' is not a file");
+  }
+  if (info.size > max_bytes) {
+    return outOfRange("'" + path + "' is " + humanSize(info.size) + ", over the " +
+                      humanSize(max_bytes) + " a read may take (max_read_bytes)");
+  }
+  return fs.read(key, 0, max_bytes);
+}
+
+Status SessionFactory::purge(const Request& request) {
+  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
+  const std::string dir = under + "/named-" + request.name;
+  std::shared_ptr<SessionStack> dropped;
+  bool known = false;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = named_.find({request.tenant, request.name}); it != named_.end()) {
+      dropped = std::move(it->second.stack);
+      named_.erase(it);
+      known = true;
+    }
+  }
+  dropped.reset();  // stops now unless a connection still ending holds it
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (known) return okStatus();
+    return notFound("no stored session '" + request.name + "'");
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // never follows a link out
+  if (ec) return internalError("cannot remove session '" + request.name + "': " + ec.message());
+  return okStatus();
 }
 
 mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) const {

@@ -78,12 +78,34 @@ class SessionFactory {
   // tenant and name, and shared by all connected under it; it outlives the last of them by
   // --session-idle (its kernels live on), and its directory, named-NAME, for good.
   Result<mcp::SessionBackend> next(const Request& request);
+
+  // The stored workspaces of a tenant's named sessions (`request.name` names one), read
+  // without starting anything: through a backend on the directory alone, under the tenant's
+  // read rules, with paths resolved by the kernel as the file tools resolve them.
+  // The named sessions: [{name, connected, modified}].
+  Result<nlohmann::json> storedSessions(const Request& request) const;
+  // A directory's entries, as ls answers them: {path, entries: [{name, type, size, mtime}]}.
+  Result<nlohmann::json> storedList(const Request& request, const std::string& path,
+                                    size_t max_entries) const;
+  // A file's bytes, at most `max_bytes` of them (else an error saying how large it is).
+  Result<std::string> storedRead(const Request& request, const std::string& path,
+                                 uint64_t max_bytes) const;
+  // Removes a named session for good: its backend (once its connections, which the caller
+  // ends, let go) and its directory.
+  Status purge(const Request& request);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
 
  private:
   Result<SessionStack> open(const Config& config, bool warm, const permissions::Guard& guard) const;
 
+  // The directory under which `request`'s tenant keeps its sessions, or an error when there is
+  // none (no workspace root: nothing is stored).
+  Result<std::string> storeOf(const Request& request) const;
+  // A backend on the named session's stored directory, under the tenant's rules for `op`.
+  struct Stored;
+  Result<std::unique_ptr<Stored>> openStored(const Request& request,
+                                             permissions::Operation op) const;
   // A new stack for `request` in `dir` ("": the root).
   Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir);
   // The named session's stack, found or made, leased to one more session.
@@ -99,7 +121,7 @@ class SessionFactory {
 
   const Config& config_;
   const permissions::Guard& guard_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::shared_ptr<SessionStack> spare_;
   std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name
   std::condition_variable_any reaper_cv_;

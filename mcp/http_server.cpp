@@ -273,6 +273,7 @@ void HttpServer::Impl::routes() {
            [this](const httplib::Request& q, httplib::Response& r) { onLegacyStream(q, r); });
   http.Post("/messages",
             [this](const httplib::Request& q, httplib::Response& r) { onLegacyPost(q, r); });
+  if (options.store) apiRoutes();
   http.Put("/mcp", not_allowed);
   http.Patch("/mcp", not_allowed);
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -284,6 +285,97 @@ void HttpServer::Impl::routes() {
                                                     : "HTTP " + std::to_string(res.status);
     jsonError(res, res.status, rpc::kInvalidRequest, message);
   });
+}
+
+namespace {
+
+int httpStatusOf(const Status& status) {
+  switch (status.code()) {
+    case Code::kNotFound:
+      return 404;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kOutOfRange:
+      return 413;
+    default:
+      return 500;
+  }
+}
+
+void apiError(httplib::Response& res, const Status& status) {
+  res.status = httpStatusOf(status);
+  res.set_content(json{{"error", res.status == 500 ? "internal error" : status.message()}}.dump(),
+                  "application/json");
+  if (res.status == 500) spdlog::error("http: /api/: {}", status.message());
+}
+
+}  // namespace
+
+void HttpServer::Impl::endNamed(const Tenant& tenant, const std::string& name) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [id, s] : sessions) {
+      if (s->tenant == &tenant && s->name == name) ids.push_back(id);
+    }
+  }
+  for (const std::string& id : ids) endSession(id);
+}
+
+void HttpServer::Impl::apiRoutes() {
+  // The session a path names, with its tenant; false with the response filled in.
+  auto named = [this](const httplib::Request& req, httplib::Response& res, const Tenant** tenant,
+                      std::string* name) {
+    *tenant = tenantOf(req);
+    *name = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
+    if (*tenant == nullptr) return false;  // admit() answered already
+    if (!validSessionName(*name)) {
+      apiError(res, invalidArgument("'" + *name + "' is no session name"));
+      return false;
+    }
+    return true;
+  };
+  http.Get("/api/sessions", [this](const httplib::Request& req, httplib::Response& res) {
+    auto listed = options.store->sessions(*tenantOf(req));
+    if (!listed.ok()) return apiError(res, listed.status());
+    res.set_content(listed->dump(), "application/json");
+  });
+  http.Get(R"(/api/sessions/([^/]+)/ls)",
+           [this, named](const httplib::Request& req, httplib::Response& res) {
+             const Tenant* tenant;
+             std::string name;
+             if (!named(req, res, &tenant, &name)) return;
+             const std::string path = req.has_param("path") ? req.get_param_value("path") : ".";
+             auto listed = options.store->list(*tenant, name, path);
+             if (!listed.ok()) return apiError(res, listed.status());
+             res.set_content(listed->dump(), "application/json");
+           });
+  http.Get(R"(/api/sessions/([^/]+)/read)",
+           [this, named](const httplib::Request& req, httplib::Response& res) {
+             const Tenant* tenant;
+             std::string name;
+             if (!named(req, res, &tenant, &name)) return;
+             if (!req.has_param("path")) {
+               return apiError(res, invalidArgument("?path= names the file to read"));
+             }
+             auto bytes = options.store->read(*tenant, name, req.get_param_value("path"));
+             if (!bytes.ok()) return apiError(res, bytes.status());
+             res.set_content(std::move(*bytes), "application/octet-stream");
+           });
+  http.Delete(R"(/api/sessions/([^/]+))",
+              [this, named](const httplib::Request& req, httplib::Response& res) {
+                const Tenant* tenant;
+                std::string name;
+                if (!named(req, res, &tenant, &name)) return;
+                endNamed(*tenant, name);
+                if (Status s = options.store->purge(*tenant, name); !s.ok()) {
+                  return apiError(res, s);
+                }
+                spdlog::info("http: session '{}' of tenant '{}' purged", name, tenant->name);
+                res.set_content(json{{"purged", name}}.dump(), "application/json");
+              });
 }
 
 HttpServer::HttpServer(HttpOptions options, SessionFactory factory, Limits limits,

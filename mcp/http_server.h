@@ -39,6 +39,19 @@ struct Tenant {
   std::string workspace_root;                 // for the session factory; "": the server's
 };
 
+// The stored workspaces of named sessions, which /api/ serves to their tenant (see
+// serve_http.cpp); each function names the tenant and the session.
+struct WorkspaceStore {
+  std::function<Result<nlohmann::json>(const Tenant&)> sessions;
+  std::function<Result<nlohmann::json>(const Tenant&, const std::string& name,
+                                       const std::string& path)>
+      list;
+  std::function<Result<std::string>(const Tenant&, const std::string& name,
+                                    const std::string& path)>
+      read;
+  std::function<Status(const Tenant&, const std::string& name)> purge;
+};
+
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8765;                         // 0: any free port (see HttpServer::port())
@@ -47,6 +60,9 @@ struct HttpOptions {
   // When not empty, every request but /healthz must carry the token of one of them (and
   // `token` is not used).
   std::vector<Tenant> tenants;
+  // Serves GET /api/sessions, GET /api/sessions/NAME/ls?path=, GET /api/sessions/NAME/read?path=
+  // and DELETE /api/sessions/NAME when set.
+  std::shared_ptr<const WorkspaceStore> store;
   size_t max_body_bytes = 16 << 20;
   size_t max_sessions = 64;
   std::chrono::seconds session_idle{1800};

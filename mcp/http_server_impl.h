@@ -143,6 +143,10 @@ struct HttpServer::Impl {
   // 2024-11-05: POST /messages?sessionId=... is answered 202; the answer travels on the stream.
   void onLegacyPost(const httplib::Request& req, httplib::Response& res);
   void failedSession(const Status& status, httplib::Response& res);
+  // /api/: the tenant's stored workspaces (HttpOptions::store).
+  void apiRoutes();
+  // Ends every session of `tenant` named `name`.
+  void endNamed(const Tenant& tenant, const std::string& name);
   bool refuseWhileStopping(httplib::Response& res);
   void onPost(const httplib::Request& req, httplib::Response& res);
   // The stateless revision (2026-07-28) is spoken by requests outside sessions that carry

@@ -318,6 +318,53 @@ class NamedSessionsTest(unittest.TestCase):
         result = self.call(last, ALICE, "run_python", {"code": "'x' in globals()"})
         self.assertEqual(result["structuredContent"]["result"], "False")
 
+    def api(self, method, path, token=ALICE):
+        status, _, body = self.server.request(method, path, headers=bearer(token))
+        return status, body
+
+    def test_stored_workspaces_are_read_and_purged_by_their_tenant_alone(self):
+        sid = self.open(ALICE, name="work")
+        self.call(sid, ALICE, "write_file", {"path": "src/a.txt", "content": "kept\n"})
+        self.call(sid, ALICE, "execute", {"command": "ln -s /etc/hostname out; ln -s src in"})
+        self.open(BOB, name="mine")
+        status, body = self.api("GET", "/api/sessions")
+        self.assertEqual(status, 200, body)
+        listed = json.loads(body)["sessions"]
+        self.assertEqual([(s["name"], s["connected"]) for s in listed], [("work", 1)])
+        status, body = self.api("GET", "/api/sessions/work/ls?path=src")
+        self.assertEqual(status, 200, body)
+        entries = json.loads(body)["entries"]
+        self.assertEqual([(e["name"], e["type"], e["size"]) for e in entries],
+                         [("a.txt", "file", 5)])
+        status, body = self.api("GET", "/api/sessions/work/read?path=src/a.txt")
+        self.assertEqual((status, body), (200, b"kept\n"))
+        # Through a link inside, yes; out of the workspace, by any way, no.
+        self.assertEqual(self.api("GET", "/api/sessions/work/read?path=in/a.txt"), (200, b"kept\n"))
+        with open("/etc/hostname", "rb") as f:
+            hostname = f.read().strip()
+        for path in ("../../tokens.json", "/etc/hostname", "out", "src/../../x"):
+            with self.subTest(path=path):
+                status, body = self.api("GET", "/api/sessions/work/read?path=" + path)
+                self.assertIn(status, (400, 403, 404), body)
+                self.assertNotIn(hostname, body)
+        # Another tenant, no token, a name that is none, a session that is not.
+        self.assertEqual(self.api("GET", "/api/sessions/work/read?path=src/a.txt", BOB)[0], 404)
+        self.assertEqual(self.server.request("GET", "/api/sessions")[0], 401)
+        self.assertEqual(self.api("GET", "/api/sessions/a%20b/ls")[0], 400)
+        self.assertEqual(self.api("GET", "/api/sessions/nothing/ls")[0], 404)
+        self.assertEqual(self.api("DELETE", "/api/sessions/work", BOB)[0], 404)
+        # A purge ends the session's connections and removes its files for good.
+        status, body = self.api("DELETE", "/api/sessions/work")
+        self.assertEqual(status, 200, body)
+        status, _, _ = self.server.call(sid, 9, "ls", {}, headers=bearer(ALICE))
+        self.assertEqual(status, 404)
+        self.assertFalse(os.path.exists(os.path.join(self.spaces, "alice", "named-work")))
+        self.assertEqual(self.api("GET", "/api/sessions/work/ls")[0], 404)
+        self.assertEqual(json.loads(self.api("GET", "/api/sessions")[1])["sessions"], [])
+        # The name can be used again, afresh.
+        again = self.open(ALICE, name="work")
+        self.assertTrue(self.call(again, ALICE, "read_file", {"path": "src/a.txt"})["isError"])
+
     def test_a_bad_name_is_refused(self):
         for name, header in (("../up", None), ("", None), (None, "a b"), ("x" * 65, None)):
             with self.subTest(name=name, header=header):
