@@ -147,11 +147,12 @@ void HttpServer::Impl::onLegacyPost(const httplib::Request& req, httplib::Respon
     jsonError(res, 404, rpc::kInvalidRequest, "unknown or ended session");
     return;
   }
-  json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded() || !message.is_object()) {
+  Result<json> parsed = parseJson(req.body);
+  if (!parsed.ok() || !parsed->is_object()) {
     jsonError(res, 400, rpc::kParseError, "the body must be one JSON-RPC message");
     return;
   }
+  json message = std::move(*parsed);
   session->touch();
   {
     std::lock_guard lock(session->frame_mu);
@@ -190,11 +191,15 @@ void HttpServer::Impl::onPost(const httplib::Request& req, httplib::Response& re
               "Accept must offer both application/json and text/event-stream");
     return;
   }
-  json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) {
-    jsonError(res, 400, rpc::kParseError, "parse error: the body is not JSON");
+  Result<json> parsed = parseJson(req.body);
+  if (!parsed.ok()) {
+    jsonError(res, 400, rpc::kParseError,
+              parsed.status().message() == "not valid JSON"
+                  ? "parse error: the body is not JSON"
+                  : "parse error: " + parsed.status().message());
     return;
   }
+  json message = std::move(*parsed);
   if (message.is_array()) {
     postBatch(req, message, res);
     return;

@@ -34,7 +34,10 @@ struct Message {
 };
 
 // Parses one JSON text. Refuses nesting deeper than `max_depth` before parsing, since the
-// parser recurses once per level. On failure returns InvalidArgument with the reason.
+// parser recurses once per level. On failure returns InvalidArgument with the reason. A text
+// of kSimdFrom bytes or more is read by simdjson (what it refuses, by nlohmann's parser); the
+// value is the same either way.
+inline constexpr size_t kSimdFrom = 512;
 Result<json> parseJson(std::string_view text, int max_depth = 256);
 
 // Classifies a parsed JSON value as a JSON-RPC request, notification, response or invalid.

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 namespace byd::mcp {
 namespace {
@@ -32,6 +34,93 @@ TEST(ParseJson, RefusesDeepNestingBeforeParsing) {
 TEST(ParseJson, BracketsInsideStringsDoNotCount) {
   std::string text = "[\"" + std::string(1000, '[') + "\\\"\"]";
   EXPECT_TRUE(parseJson(text).ok());
+}
+
+// The same value, node by node, with the same types (unsigned, signed and float apart).
+void expectSameJson(const json& a, const json& b, const std::string& where) {
+  ASSERT_EQ(a.type(), b.type()) << where << ": " << a.dump() << " vs " << b.dump();
+  if (a.is_object()) {
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (const auto& [key, value] : a.items()) {
+      ASSERT_TRUE(b.contains(key)) << where << "." << key;
+      expectSameJson(value, b.at(key), where + "." + key);
+    }
+  } else if (a.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (size_t i = 0; i < a.size(); ++i) {
+      expectSameJson(a[i], b[i], where + "[" + std::to_string(i) + "]");
+    }
+  } else if (a.is_number_float()) {
+    EXPECT_EQ(std::signbit(a.get<double>()), std::signbit(b.get<double>())) << where;
+    EXPECT_EQ(a.get<double>(), b.get<double>()) << where;
+  } else {
+    EXPECT_EQ(a, b) << where;
+  }
+}
+
+TEST(ParseJson, LargeTextsAreReadAsNlohmannReadsThem) {
+  // Each text as parseJson reads it when short (nlohmann) and when padded past kSimdFrom
+  // (simdjson first), against nlohmann's own verdict.
+  const std::vector<std::string> texts = {
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file",)"
+      R"("arguments":{"path":"a.txt","content":"line\n\ttab \"q\" \\ \/ \u00e9 \ud83d\ude00"}}})",
+      R"([0, -0, 1, -1, 9223372036854775807, 9223372036854775808, 18446744073709551615,)"
+      R"( 18446744073709551616, -9223372036854775808, -9223372036854775809, 1.5, -0.0, 0.1,)"
+      R"( 1e308, 2.2250738585072014e-308, 4.9e-324, 1E2, 1e-2, 123456789012345678901234567890])",
+      R"({"a": 1, "a": 2, "b": {"a": [true, false, null]}, "": ""})",
+      R"("\u0000 nul and \u001f" )",
+      R"({"x": "\ud800"})",         // a lone surrogate
+      R"({"x": "\udc00\ud800"})",   // surrogates the wrong way round
+      "{\"x\": \"raw\ncontrol\"}",  // a raw line break inside a string
+      "{\"x\": \"\xff\xfe\"}",      // not UTF-8
+      "{\"x\": \"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}",
+      R"({"x": 1,})",
+      R"([1 2])",
+      R"({"x": 01})",
+      R"({"x": 1e400})",
+      R"({"x": -})",
+      R"({"x": .5})",
+      R"({"x": tru})",
+      R"({"x": "unterminated)",
+      "",
+      "   ",
+      "nul",
+      "[]",
+      "{}",
+  };
+  for (const std::string& text : texts) {
+    for (const std::string& given : {text, text + std::string(kSimdFrom, ' ')}) {
+      SCOPED_TRACE(text + (given.size() > text.size() ? " (padded)" : ""));
+      const json expected = json::parse(given, nullptr, /*allow_exceptions=*/false);
+      auto got = parseJson(given);
+      if (expected.is_discarded()) {
+        ASSERT_FALSE(got.ok()) << got->dump();
+        EXPECT_EQ(got.status().message(), "not valid JSON");
+      } else {
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        expectSameJson(*got, expected, "$");
+      }
+    }
+  }
+}
+
+TEST(ParseJson, LargeTextsAreHeldToTheSameDepth) {
+  for (int levels : {255, 256, 257, 1100}) {
+    const std::string text =
+        std::string(levels, '[') + std::string(levels, ']') + std::string(kSimdFrom, ' ');
+    auto got = parseJson(text);
+    EXPECT_EQ(got.ok(), levels <= 256) << levels;
+    if (!got.ok()) {
+      EXPECT_EQ(got.status().message(), "JSON nested deeper than 256 levels");
+    }
+  }
+  std::string wide = "{\"k\": [";
+  for (int i = 0; i < 20000; ++i) wide += std::to_string(i) + ",";
+  wide += "{\"deep\": [[[\"" + std::string(100000, 'x') + "\"]]]}]}";
+  auto got = parseJson(wide);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)["k"].size(), 20001u);
+  EXPECT_EQ((*got)["k"][20000]["deep"][0][0][0].get<std::string>().size(), 100000u);
 }
 
 TEST(Classify, Request) {
