@@ -285,6 +285,20 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (!c.tokens_file.empty()) {
     BYD_ASSIGN_OR_RETURN(c.tenants, loadTenants(c));
   }
+  if (c.persist_containers && (c.transport != "http" || c.backend != "docker")) {
+    return invalidArgument("--persist-containers needs --transport http and --backend docker");
+  }
+  if (c.workspace_ttl_s > 0) {
+    const bool stored =
+        !c.workspace_root.empty() || std::ranges::any_of(c.tenants, [](const TenantSpec& t) {
+          return !t.workspace_root.empty();
+        });
+    if (c.transport != "http" || !stored) {
+      return invalidArgument(
+          "--workspace-ttl needs --transport http and a workspace root (--workspace-root, or "
+          "a tenant's workspace_root) whose directories it deletes");
+    }
+  }
   return out;
 }
 

@@ -68,8 +68,10 @@ struct Config {
   size_t max_connections = 1024;
   size_t max_connections_per_address = 256;
   std::string workspace_root;  // HTTP + Local/Docker: each session works in a fresh directory here
-  DockerOptions docker;        // --backend docker
-  bool root_given = false;     // --root (or "root" in the file) was set, not defaulted
+  double workspace_ttl_s = 0;  // session directories unopened this long are deleted (0: never)
+  bool persist_containers = false;  // a named session's container is stopped, not removed
+  DockerOptions docker;             // --backend docker
+  bool root_given = false;          // --root (or "root" in the file) was set, not defaulted
   // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.
   std::string listenHost() const;
   int listenPort() const;

@@ -87,6 +87,13 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
                    const byd::mcp::Tenant& t,
                    const std::string& name) { return sessions.purge(request(t, name)); },
   });
+  // --workspace-ttl: where each tenant's sessions keep their directories.
+  if (http.tenants.empty() && !config.workspace_root.empty()) {
+    sessions.keepStore("default", config.workspace_root);
+  }
+  for (const byd::mcp::Tenant& tenant : http.tenants) {
+    if (!tenant.workspace_root.empty()) sessions.keepStore(tenant.name, tenant.workspace_root);
+  }
   http.max_body_bytes = config.max_message_bytes;
   http.max_sessions = config.max_sessions;
   http.session_idle = std::chrono::seconds(static_cast<int64_t>(config.session_idle_s));

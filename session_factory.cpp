@@ -1,5 +1,6 @@
 #include "session_factory.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -302,10 +303,26 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
 
 Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
                                                             const std::string& dir) {
+  if (!dir.empty() && config_.backend == "docker") {
+    // Made by this server for the container's user, who must be able to enter and write it.
+    BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(config_.docker.user));
+    if (chown(dir.c_str(), user.uid, user.gid) != 0 && geteuid() == 0) {
+      return internalError("cannot give " + dir + " to the container's user: " + strerror(errno));
+    }
+  }
   Config session_config = config_;
   if (!dir.empty()) {
     session_config.root = dir;
     session_config.root_given = true;
+  }
+  if (config_.persist_containers && !request.name.empty()) {
+    session_config.docker.container_name = keptContainerName(request.tenant, request.name);
+    session_config.docker.stop_kept = true;
+    // Beside its workspace: what the code installs in HOME stays with the session.
+    if (!dir.empty()) {
+      session_config.docker.home_dir =
+          (std::filesystem::path(dir).parent_path() / ("home-" + request.name)).string();
+    }
   }
   BYD_ASSIGN_OR_RETURN(
       SessionStack stack,
@@ -332,6 +349,18 @@ Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
       }
     }
     BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
+    if (!dir.empty()) {
+      // Open while its session is: --workspace-ttl counts from when it closed.
+      std::lock_guard lock(mu_);
+      open_dirs_.insert(dir);
+      if (config_.workspace_ttl_s > 0) startReaper();
+      std::shared_ptr<void> lease(nullptr, [this, dir, stack](void*) {
+        std::lock_guard lock(mu_);
+        open_dirs_.erase(dir);
+        utimensat(AT_FDCWD, dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+      });
+      return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions};
+    }
   }
   return mcp::SessionBackend{stack->backend.get(), stack, stack->instructions};
 }
@@ -392,7 +421,8 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
   Named& entry = named_.try_emplace(key, Named{stack}).first->second;
   stack = entry.stack;
   ++entry.attached;
-  if (!reaper_.joinable()) reaper_ = std::jthread([this](std::stop_token s) { reapNamed(s); });
+  if (!under.empty()) entry.dir = under + "/named-" + request.name;
+  startReaper();
   // The lease: while any session holds it, the stack is used; when the last lets go, the
   // stack waits for the reaper (or the next session of that name).
   std::shared_ptr<void> lease(nullptr, [this, key, stack](void*) {
@@ -400,17 +430,28 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
     if (auto it = named_.find(key); it != named_.end() && it->second.stack == stack) {
       --it->second.attached;
       it->second.detached_at = std::chrono::steady_clock::now();
+      // --workspace-ttl counts from the last close.
+      if (!it->second.dir.empty()) {
+        utimensat(AT_FDCWD, it->second.dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+      }
     }
   });
   return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions + again};
 }
 
+void SessionFactory::startReaper() {
+  if (!reaper_.joinable()) reaper_ = std::jthread([this](std::stop_token s) { reapNamed(s); });
+}
+
 void SessionFactory::reapNamed(std::stop_token stop) {
-  const auto linger = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(config_.session_idle_s));
-  const auto every = std::min<std::chrono::steady_clock::duration>(
-      std::max<std::chrono::steady_clock::duration>(linger / 4, std::chrono::milliseconds(100)),
-      std::chrono::seconds(10));
+  using Duration = std::chrono::steady_clock::duration;
+  const auto seconds = [](double s) {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+  };
+  const Duration linger = seconds(config_.session_idle_s);
+  Duration every = std::min<Duration>(linger / 4, std::chrono::seconds(10));
+  if (config_.workspace_ttl_s > 0) every = std::min(every, seconds(config_.workspace_ttl_s) / 4);
+  every = std::max<Duration>(every, std::chrono::milliseconds(100));
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     reaper_cv_.wait_for(lock, stop, every, [] { return false; });
@@ -426,7 +467,67 @@ void SessionFactory::reapNamed(std::stop_token stop) {
     }
     lock.unlock();
     idle.clear();  // sandboxes and kernels stop outside the lock
+    if (config_.workspace_ttl_s > 0) expireStored();
     lock.lock();
+  }
+}
+
+void SessionFactory::keepStore(const std::string& tenant, const std::string& root) {
+  std::lock_guard lock(mu_);
+  stores_.emplace_back(tenant, root);
+  if (config_.workspace_ttl_s > 0) startReaper();
+}
+
+std::string SessionFactory::keptContainerName(const std::string& tenant, const std::string& name) {
+  // The tenant's length first: "a-b" and "c" cannot meet "a" and "b-c".
+  return "byd-" + std::to_string(tenant.size()) + "-" + tenant + "-" + name;
+}
+
+void SessionFactory::expireStored() {
+  struct Expired {
+    std::string dir, tenant, name;  // name: a named session's
+  };
+  std::vector<Expired> expired;
+  const auto now = std::chrono::system_clock::now();
+  const auto ttl = std::chrono::duration<double>(config_.workspace_ttl_s);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [tenant, root] : stores_) {
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+        const std::string file = entry.path().filename().string();
+        const bool named = file.rfind("named-", 0) == 0;
+        if (!named && file.rfind("session-", 0) != 0) continue;
+        const std::string dir = entry.path().string();
+        if (named ? named_.contains({tenant, file.substr(6)}) : open_dirs_.contains(dir)) {
+          continue;  // open, or its backend still lingers
+        }
+        struct stat st {};
+        if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        const auto closed = std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::seconds(st.st_mtim.tv_sec) +
+                std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+        if (now - closed >= ttl) expired.push_back({dir, tenant, named ? file.substr(6) : ""});
+      }
+    }
+  }
+  for (const Expired& e : expired) {
+    std::error_code ec;
+    std::filesystem::remove_all(e.dir, ec);  // never follows a link out
+    if (ec) spdlog::warn("cannot delete the expired workspace {}: {}", e.dir, ec.message());
+    if (!e.name.empty()) {
+      std::filesystem::remove_all(std::filesystem::path(e.dir).parent_path() / ("home-" + e.name),
+                                  ec);
+    }
+    if (!e.name.empty() && config_.persist_containers) {
+      if (Status s =
+              DockerBackend::removeKept(config_.docker.host, keptContainerName(e.tenant, e.name));
+          !s.ok()) {
+        spdlog::warn("cannot remove the container of session '{}': {}", e.name, s.message());
+      }
+    }
+    spdlog::info("deleted {}, unopened for --workspace-ttl", e.dir);
   }
 }
 
@@ -549,6 +650,11 @@ Status SessionFactory::purge(const Request& request) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // never follows a link out
   if (ec) return internalError("cannot remove session '" + request.name + "': " + ec.message());
+  std::filesystem::remove_all(under + "/home-" + request.name, ec);
+  if (config_.persist_containers) {
+    BYD_RETURN_IF_ERROR(DockerBackend::removeKept(config_.docker.host,
+                                                  keptContainerName(request.tenant, request.name)));
+  }
   return okStatus();
 }
 

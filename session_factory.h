@@ -12,9 +12,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/state/state_backend.h"
@@ -91,8 +93,13 @@ class SessionFactory {
   Result<std::string> storedRead(const Request& request, const std::string& path,
                                  uint64_t max_bytes) const;
   // Removes a named session for good: its backend (once its connections, which the caller
-  // ends, let go) and its directory.
+  // ends, let go), its directory and its kept container.
   Status purge(const Request& request);
+  // With --workspace-ttl: the directory under which `tenant` keeps its sessions, whose
+  // directories (and kept containers) unopened for that long are deleted. Before serving.
+  void keepStore(const std::string& tenant, const std::string& root);
+  // The name a named session's kept container has (--persist-containers).
+  static std::string keptContainerName(const std::string& tenant, const std::string& name);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
 
@@ -106,8 +113,12 @@ class SessionFactory {
   struct Stored;
   Result<std::unique_ptr<Stored>> openStored(const Request& request,
                                              permissions::Operation op) const;
-  // A new stack for `request` in `dir` ("": the root).
+  // A new stack for `request` in `dir` ("": the root); a named session's keeps its container
+  // with --persist-containers.
   Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir);
+  // Deletes the stored sessions unopened for --workspace-ttl (the reaper thread, unlocked).
+  void expireStored();
+  void startReaper();  // under mu_
   // The named session's stack, found or made, leased to one more session.
   Result<mcp::SessionBackend> attach(const Request& request, const std::string& under);
   // Drops the named stacks no session has used for --session-idle (the reaper thread).
@@ -117,6 +128,7 @@ class SessionFactory {
     std::shared_ptr<SessionStack> stack;
     size_t attached = 0;
     std::chrono::steady_clock::time_point detached_at;
+    std::string dir;  // its directory ("" when it works in the root)
   };
 
   const Config& config_;
@@ -124,6 +136,8 @@ class SessionFactory {
   mutable std::mutex mu_;
   std::shared_ptr<SessionStack> spare_;
   std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name
+  std::set<std::string> open_dirs_;  // the directories of unnamed sessions still open
+  std::vector<std::pair<std::string, std::string>> stores_;  // tenant, root (keepStore)
   std::condition_variable_any reaper_cv_;
   std::jthread reaper_;  // last: stopped before what it reaps goes
 };

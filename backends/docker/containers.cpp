@@ -237,6 +237,10 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
     mounts.push_back(
         {{"Type", "bind"}, {"Source", *forks}, {"Target", kForkDir}, {"ReadOnly", true}});
   }
+  if (!options_.home_dir.empty()) {
+    mounts.push_back(
+        {{"Type", "bind"}, {"Source", options_.home_dir}, {"Target", std::string(kContainerHome)}});
+  }
   // Its first process: nothing but the container's life, or the relay to the proxy.
   json cmd = {"sleep", "infinity"};
   BYD_ASSIGN_OR_RETURN(const std::string proxy_dir, proxyDir());
@@ -287,7 +291,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
                // The container's first processes are root's: the code cannot end them.
                {"User", kRoot},
                {"WorkingDir", "/workspace"},
-               {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
+               {"Env", {homeVariable(), "LANG=C.UTF-8", "TERM=dumb", "PYTHONDONTWRITEBYTECODE=1"}},
                {"Labels", labels},
                {"NetworkDisabled", no_network},
                {"HostConfig", host}};

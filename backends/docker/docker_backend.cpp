@@ -245,6 +245,18 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::open(const std::string& wo
   if (backend->options_.proxy) backend->proxy_ = std::make_unique<egress::CallProxy>();
   backend->uid_ = user.uid;
   backend->gid_ = user.gid;
+  if (const std::string& home = backend->options_.home_dir; !home.empty()) {
+    if (mkdir(home.c_str(), 0700) != 0 && errno != EEXIST) {
+      return internalError("cannot make " + home + ": " + strerror(errno));
+    }
+    struct stat st {};
+    if (lstat(home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return failedPrecondition(home + " is not a directory");
+    }
+    if (chown(home.c_str(), user.uid, user.gid) != 0) {
+      return internalError("cannot give " + home + " to the container user: " + strerror(errno));
+    }
+  }
   return backend;
 }
 
@@ -267,11 +279,32 @@ DockerBackend::~DockerBackend() {
   }
   python.reset();  // kernels first: each removes its own container
   for (const std::string& box : boxes) removeContainer(box);
+  if (!container_.empty() && !options_.container_name.empty() && options_.stop_kept) {
+    // Kept for the session's return: stopped (what it installed stays), not removed.
+    if (auto stopped = client_.request("POST", "/containers/" + container_ + "/stop?t=2");
+        !stopped.ok()) {
+      spdlog::warn("docker: cannot stop container {}: {}", options_.container_name,
+                   stopped.status().message());
+    }
+  }
   proxy_.reset();
   if (!proxy_dir_.empty()) {
     unlink((proxy_dir_ + "/" + kProxySocket).c_str());
     if (options_.container_name.empty()) rmdir(proxy_dir_.c_str());  // a kept one stays bound
   }
+}
+
+std::string DockerBackend::homeVariable() const {
+  return options_.home_dir.empty() ? "HOME=/tmp" : "HOME=" + std::string(kContainerHome);
+}
+
+Status DockerBackend::removeKept(const std::string& host, const std::string& name) {
+  BYD_ASSIGN_OR_RETURN(docker::Endpoint endpoint, docker::parseHost(host));
+  const docker::Client client(std::move(endpoint));
+  // The names kept containers get are letters, digits and ._- alone: nothing to encode.
+  auto removed = client.request("DELETE", "/containers/" + name + "?force=true&v=true");
+  if (!removed.ok() && removed.status().code() != Code::kNotFound) return removed.status();
+  return okStatus();
 }
 
 Result<std::string> DockerBackend::makeProxyDir() const {
@@ -645,7 +678,7 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
   spec.enter = {"--filter", std::string(kKernelDir) + "/seccomp.bpf"};
   for (std::string& arg : maskArgs(request.view)) spec.enter.push_back(std::move(arg));
   if (proxy_) proxy_->take(request.network);
-  spec.env = codeEnvironment({"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb",
+  spec.env = codeEnvironment({homeVariable(), "LANG=C.UTF-8", "TERM=dumb",
                               "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
   for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
   spec.cwd = std::string(kContainerWorkspace) + (request.cwd.empty() ? "" : "/" + request.cwd);
@@ -696,7 +729,7 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what)
   for (std::string& arg : confined(std::string(kKernelDir) + "/kernel.py")) {
     cmd.push_back(std::move(arg));
   }
-  std::vector<std::string> env = {"HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"};
+  std::vector<std::string> env = {homeVariable(), "LANG=C.UTF-8", "TERM=dumb", "MPLBACKEND=Agg"};
   if (sessions && options_.memory_bytes > 0) {
     env.push_back("BYD_PROCESS_MEMORY=" + std::to_string(options_.memory_bytes));
   }

@@ -34,8 +34,9 @@
 
 namespace byd {
 
-// Where the container mounts the workspace.
+// Where the container mounts the workspace, and DockerOptions::home_dir.
 inline constexpr std::string_view kContainerWorkspace = "/workspace";
+inline constexpr std::string_view kContainerHome = "/home/sandbox";
 
 struct DockerOptions {
   std::string host;  // DOCKER_HOST syntax; empty: unix:///var/run/docker.sock
@@ -56,6 +57,10 @@ struct DockerOptions {
   // owns nothing else of the host's (--sandbox-user chooses another).
   std::string user = "65533:65533";
   std::string container_name;  // reattach (start if stopped) and keep at exit
+  bool stop_kept = false;      // the kept container is stopped at exit, not left running
+  // A host directory (made if missing, the container user's) bound at kContainerHome, the
+  // code's HOME: what it installs there (pip --user, tools) outlives the container's /tmp.
+  std::string home_dir;
   std::string python = "python3";
   PythonOptions python_options;
   // With network "none": the rules may open some target, so containers reach the server's
@@ -84,6 +89,10 @@ class DockerBackend : public Backend, public Executor {
   static Result<std::unique_ptr<DockerBackend>> open(const std::string& workspace,
                                                      DockerOptions options);
   ~DockerBackend() override;
+  // Removes the container kept under `name` (DockerOptions::container_name), if there is one.
+  static Status removeKept(const std::string& host, const std::string& name);
+  // The code's HOME: kContainerHome with DockerOptions::home_dir, else /tmp.
+  std::string homeVariable() const;
 
   std::string_view kind() const override { return "docker"; }
   std::string root() const override { return std::string(kContainerWorkspace); }

@@ -442,6 +442,24 @@ class MemoryBomb(unittest.TestCase):
         self.assertEqual(self.server.sh("echo alive")["stdout"], "alive\n")
 
 
+def mcp_request(port, method, path, body=None, sid=None):
+    """One HTTP request to a server on `port`: (status, the JSON answer or the last SSE
+    event's, the session id)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if sid:
+        headers["Mcp-Session-Id"] = sid
+    conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+    resp = conn.getresponse()
+    data = resp.read().decode()
+    sid = resp.getheader("Mcp-Session-Id") or sid
+    conn.close()
+    if data.startswith("event:") or data.startswith("id:"):
+        data = [line[6:] for line in data.splitlines() if line.startswith("data: ")][-1]
+    return resp.status, (json.loads(data) if data.strip() else None), sid
+
+
 class HttpSessions(unittest.TestCase):
     def test_two_sessions_two_containers_and_nothing_left(self):
         baseline = {c["Id"] for c in our_containers()}
@@ -457,19 +475,7 @@ class HttpSessions(unittest.TestCase):
             port = int(match.group(1)) if match else None
 
         def post(body, sid=None):
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
-            headers = {"Content-Type": "application/json",
-                       "Accept": "application/json, text/event-stream"}
-            if sid:
-                headers["Mcp-Session-Id"] = sid
-            conn.request("POST", "/mcp", json.dumps(body), headers)
-            resp = conn.getresponse()
-            data = resp.read().decode()
-            sid = resp.getheader("Mcp-Session-Id") or sid
-            conn.close()
-            if data.startswith("event:") or data.startswith("id:"):
-                data = [line[6:] for line in data.splitlines() if line.startswith("data: ")][-1]
-            return (json.loads(data) if data.strip() else None), sid
+            return mcp_request(port, "POST", "/mcp", body, sid)[1:]
 
         def session():
             _, sid = post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -509,6 +515,83 @@ class HttpSessions(unittest.TestCase):
         finally:
             proc.terminate()
             self.assertEqual(proc.wait(60), 0)
+
+
+class PersistedContainers(unittest.TestCase):
+    """--persist-containers: a named session's container is stopped when the session is reaped,
+    started again when it comes back (what the code put in HOME is there), and removed with the
+    session's directories by a purge."""
+
+    def setUp(self):
+        self.spaces = tempfile.mkdtemp(prefix="byd-persist-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.spaces])
+        self.proc = subprocess.Popen(
+            [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
+             "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
+             "--workspace-root", self.spaces, "--persist-containers", "--session-idle", "1",
+             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.port = None
+        while self.port is None:  # the address comes after any warnings
+            line = self.proc.stderr.readline()
+            self.assertTrue(line, "the server ended before it listened")
+            match = re.search(rb"127\.0\.0\.1:(\d+)/mcp", line)
+            self.port = int(match.group(1)) if match else None
+
+    def tearDown(self):
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(60), 0)
+        self.proc.stderr.close()
+        engine("DELETE", "/containers/" + self.kept() + "?force=true&v=true")
+
+    def kept(self):
+        return "byd-7-default-work"
+
+    def request(self, method, path, body=None, sid=None):
+        return mcp_request(self.port, method, path, body, sid)
+
+    def session(self):
+        status, _, sid = self.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"},
+                       "_meta": {"io.backyard/session": "work"}}})
+        self.assertEqual(status, 200)
+        return sid
+
+    def sh(self, sid, command):
+        _, answer, _ = self.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "execute", "arguments": {"command": command}}}, sid)
+        result = answer["result"]
+        self.assertFalse(result.get("isError"), result)
+        return result["structuredContent"]["stdout"]
+
+    def state(self):
+        found = engine("GET", "/containers/" + self.kept() + "/json") or {}
+        return found.get("Id"), found.get("State", {}).get("Status")
+
+    def test_a_named_sessions_container_is_stopped_and_comes_back(self):
+        sid = self.session()
+        self.assertEqual(self.sh(sid, "echo $HOME; mkdir -p ~/.local/bin && "
+                                      "printf '#!/bin/sh\\necho tool ran\\n' > ~/.local/bin/t && "
+                                      "chmod +x ~/.local/bin/t && echo ok"),
+                         "/home/sandbox\nok\n")
+        first, status = self.state()
+        self.assertEqual(status, "running")
+        self.assertEqual(self.request("DELETE", "/mcp", sid=sid)[0], 200)
+        # Reaped after its idle second: stopped, not removed.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.state()[1] == "running":
+            time.sleep(0.5)
+        self.assertEqual(self.state(), (first, "exited"))
+        again = self.session()
+        self.assertEqual(self.sh(again, "~/.local/bin/t"), "tool ran\n")
+        self.assertEqual(self.state(), (first, "running"))
+        # A purge ends the session and removes its container, workspace and HOME.
+        status, _, _ = self.request("DELETE", "/api/sessions/work")
+        self.assertEqual(status, 200)
+        self.assertEqual(self.state(), (None, None))
+        self.assertEqual(os.listdir(self.spaces), [])
 
 
 class NamedContainer(unittest.TestCase):

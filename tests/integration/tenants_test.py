@@ -376,6 +376,70 @@ class NamedSessionsTest(unittest.TestCase):
         self.assertIn("must be a string", body.decode())
 
 
+class RetentionTest(unittest.TestCase):
+    """--workspace-ttl: a session's directory unopened for that long is deleted for good; one
+    still open, or a named session's that lingers, is not."""
+
+    def test_directories_unopened_for_the_ttl_are_deleted(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        root = os.path.join(tmp.name, "root")
+        spaces = os.path.join(tmp.name, "spaces")
+        os.mkdir(root)
+        os.mkdir(spaces)
+        server = Server(root, "--workspace-root", spaces, "--workspace-ttl", "2",
+                        "--session-idle", "3")
+        self.addCleanup(server.stop)
+
+        def start(name=None):
+            init = json.loads(json.dumps(INIT))
+            if name:
+                init["params"]["_meta"] = {"io.backyard/session": name}
+            status, h, body = server.request("POST", body=init)
+            self.assertEqual(status, 200, body)
+            sid = h["mcp-session-id"]
+            status, _, body = server.call(sid, 2, "write_file", {"path": "f.txt", "content": "x"})
+            self.assertEqual(status, 200, body)
+            return sid
+
+        def dirs():
+            return sorted(os.listdir(spaces))
+
+        ended, kept = start(), start()
+        named = start("keep")
+        self.assertEqual(len(dirs()), 3, dirs())
+        for sid in (ended, named):
+            self.assertEqual(server.request("DELETE", headers={"Mcp-Session-Id": sid})[0], 200)
+        # The open session (used now and then) keeps its directory however old; the others
+        # go once closed for 2 s (the named one after its backend's 3 s of lingering, too).
+        deadline = time.monotonic() + 30
+        seen = []
+        while time.monotonic() < deadline and len(dirs()) > 1:
+            seen.append(len(dirs()))
+            self.assertEqual(server.call(kept, 9, "ls", {})[0], 200)
+            time.sleep(0.25)
+        self.assertIn(2, seen)  # the unnamed one went first: the named one lingered
+        self.assertEqual(len(dirs()), 1, dirs())
+        self.assertTrue(dirs()[0].startswith("session-"))
+        status, _, body = server.call(kept, 3, "read_file", {"path": "f.txt"})
+        self.assertEqual(json.loads(body)["result"]["structuredContent"]["content"].strip(), "x")
+
+    def test_retention_settings_are_checked(self):
+        with tempfile.TemporaryDirectory() as root:
+            for args, expected in (
+                    (["--transport", "http", "--workspace-ttl", "5"],
+                     "--workspace-ttl needs --transport http and a workspace root"),
+                    (["--transport", "http", "--persist-containers"],
+                     "--persist-containers needs --transport http and --backend docker"),
+                    (["--persist-containers", "--backend", "docker"],
+                     "--persist-containers needs --transport http and --backend docker")):
+                with self.subTest(args=args):
+                    proc = subprocess.run([http_test.BINARY, "--root", root, *args],
+                                          capture_output=True, text=True, timeout=30)
+                    self.assertEqual(proc.returncode, 2, proc.stderr)
+                    self.assertIn(expected, proc.stderr)
+
+
 if __name__ == "__main__":
     http_test.BINARY = os.path.abspath(sys.argv.pop(1))
     unittest.main()
