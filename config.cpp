@@ -263,6 +263,8 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
 
   if (!c.workspace_root.empty()) {
     BYD_RETURN_IF_ERROR(checkDirectory("--workspace-root", c.workspace_root));
+    // One spelling of it, so that the directories made in it are known by name.
+    c.workspace_root = std::filesystem::canonical(c.workspace_root).string();
     if (c.transport != "http" || (c.backend != "local" && c.backend != "docker")) {
       return invalidArgument(
           "--workspace-root needs --transport http and the Local or Docker backend");
@@ -287,6 +289,13 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (c.persist_containers && (c.transport != "http" || c.backend != "docker")) {
     return invalidArgument("--persist-containers needs --transport http and --backend docker");
+  }
+  if (c.persist_containers && c.workspace_root.empty() &&
+      std::ranges::none_of(c.tenants,
+                           [](const TenantSpec& t) { return !t.workspace_root.empty(); })) {
+    return invalidArgument(
+        "--persist-containers needs a workspace root (--workspace-root, or a tenant's "
+        "workspace_root): a kept container works in a directory that outlives it");
   }
   if (c.workspace_ttl_s > 0) {
     const bool stored =

@@ -16,6 +16,7 @@
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox_identity.h"
 #include "common/text.h"
+#include "mcp/crypto.h"
 #include "permissions/guarded_backend.h"
 #include "tools/registry.h"
 
@@ -315,8 +316,9 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& reque
     session_config.root = dir;
     session_config.root_given = true;
   }
-  if (config_.persist_containers && !request.name.empty()) {
-    session_config.docker.container_name = keptContainerName(request.tenant, request.name);
+  if (config_.persist_containers && !request.name.empty() && !dir.empty()) {
+    session_config.docker.container_name = keptContainerName(
+        request.tenant, request.name, std::filesystem::path(dir).parent_path().string());
     session_config.docker.stop_kept = true;
     // Beside its workspace: what the code installs in HOME stays with the session.
     if (!dir.empty()) {
@@ -368,11 +370,17 @@ Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
 Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
                                                    const std::string& under) {
   const auto key = std::make_pair(request.tenant, request.name);
+  const std::string dir = under.empty() ? "" : under + "/named-" + request.name;
   std::shared_ptr<SessionStack> stack, evicted;
   {
     std::lock_guard lock(mu_);
+    if (busy_.contains(key)) {
+      return resourceExhausted("session '" + request.name +
+                               "' is being opened or deleted; try again");
+    }
     if (auto it = named_.find(key); it != named_.end()) {
       stack = it->second.stack;
+      ++it->second.attached;  // now, so that nothing drops it before the lease exists
     } else {
       // A tenant holds at most max_named: the one left alone longest makes room.
       auto oldest = named_.end();
@@ -385,6 +393,7 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
           oldest = n;
         }
       }
+      for (const auto& b : busy_) held += b.first == request.tenant ? 1 : 0;
       if (held >= request.max_named) {
         if (oldest == named_.end()) {
           return resourceExhausted("tenant '" + request.tenant + "' has " + std::to_string(held) +
@@ -393,6 +402,7 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
         evicted = std::move(oldest->second.stack);
         named_.erase(oldest);
       }
+      busy_.insert(key);  // this one is being made: no other attach, purge or expiry meddles
     }
   }
   evicted.reset();  // its sandbox and kernels stop outside the lock
@@ -400,28 +410,29 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
   std::string again = " This is session '" + request.name +
                       "' again: its files and Python sessions are as they were left.";
   if (!stack) {
-    std::string dir;
-    again = "";
-    if (!under.empty()) {
-      dir = under + "/named-" + request.name;
-      if (mkdir(dir.c_str(), 0700) != 0) {
-        if (errno != EEXIST) {
-          return internalError("cannot make the directory of session '" + request.name +
-                               "': " + strerror(errno));
+    const auto made = [&]() -> Result<std::shared_ptr<SessionStack>> {
+      again = "";
+      if (!dir.empty()) {
+        if (mkdir(dir.c_str(), 0700) != 0) {
+          if (errno != EEXIST) {
+            return internalError("cannot make the directory of session '" + request.name +
+                                 "': " + strerror(errno));
+          }
+          again = " This is session '" + request.name +
+                  "' again: its files are as they were left; its Python sessions start afresh "
+                  "(their kernels had stopped).";
         }
-        again = " This is session '" + request.name +
-                "' again: its files are as they were left; its Python sessions start afresh "
-                "(their kernels had stopped).";
       }
-    }
-    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
+      return fresh(request, dir);
+    }();
+    std::lock_guard lock(mu_);
+    busy_.erase(key);
+    if (!made.ok()) return made.status();
+    stack = *made;
+    Named& entry = named_[key];
+    entry = Named{stack, 1, {}, dir};
   }
   std::lock_guard lock(mu_);
-  // Two sessions may have made it at once: the first one kept is everyone's.
-  Named& entry = named_.try_emplace(key, Named{stack}).first->second;
-  stack = entry.stack;
-  ++entry.attached;
-  if (!under.empty()) entry.dir = under + "/named-" + request.name;
   startReaper();
   // The lease: while any session holds it, the stack is used; when the last lets go, the
   // stack waits for the reaper (or the next session of that name).
@@ -478,14 +489,18 @@ void SessionFactory::keepStore(const std::string& tenant, const std::string& roo
   if (config_.workspace_ttl_s > 0) startReaper();
 }
 
-std::string SessionFactory::keptContainerName(const std::string& tenant, const std::string& name) {
-  // The tenant's length first: "a-b" and "c" cannot meet "a" and "b-c".
-  return "byd-" + std::to_string(tenant.size()) + "-" + tenant + "-" + name;
+std::string SessionFactory::keptContainerName(const std::string& tenant, const std::string& name,
+                                              const std::string& root) {
+  // The tenant's length first: "a-b" and "c" cannot meet "a" and "b-c"; the root's digest
+  // last: another server's session of the same tenant and name has another container.
+  auto digest = mcp::sha256Hex(root);
+  return "byd-" + std::to_string(tenant.size()) + "-" + tenant + "-" + name + "-" +
+         (digest.ok() ? digest->substr(0, 12) : "0");
 }
 
 void SessionFactory::expireStored() {
   struct Expired {
-    std::string dir, tenant, name;  // name: a named session's
+    std::string dir, tenant, name, root;  // name: a named session's
   };
   std::vector<Expired> expired;
   const auto now = std::chrono::system_clock::now();
@@ -494,13 +509,16 @@ void SessionFactory::expireStored() {
     std::lock_guard lock(mu_);
     for (const auto& [tenant, root] : stores_) {
       std::error_code ec;
-      for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-        const std::string file = entry.path().filename().string();
+      for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        const std::string file = it->path().filename().string();
         const bool named = file.rfind("named-", 0) == 0;
         if (!named && file.rfind("session-", 0) != 0) continue;
-        const std::string dir = entry.path().string();
-        if (named ? named_.contains({tenant, file.substr(6)}) : open_dirs_.contains(dir)) {
-          continue;  // open, or its backend still lingers
+        const std::string dir = root + "/" + file;
+        if (failed_expiry_.contains(dir)) continue;  // said once; left to the operator
+        const auto key = std::make_pair(tenant, file.substr(6));
+        if (named ? named_.contains(key) || busy_.contains(key) : open_dirs_.contains(dir)) {
+          continue;  // open, being opened, or its backend still lingers
         }
         struct stat st {};
         if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
@@ -508,26 +526,32 @@ void SessionFactory::expireStored() {
             std::chrono::duration_cast<std::chrono::system_clock::duration>(
                 std::chrono::seconds(st.st_mtim.tv_sec) +
                 std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-        if (now - closed >= ttl) expired.push_back({dir, tenant, named ? file.substr(6) : ""});
+        if (now - closed < ttl) continue;
+        if (named) busy_.insert(key);
+        expired.push_back({dir, tenant, named ? key.second : "", root});
       }
     }
   }
   for (const Expired& e : expired) {
     std::error_code ec;
     std::filesystem::remove_all(e.dir, ec);  // never follows a link out
-    if (ec) spdlog::warn("cannot delete the expired workspace {}: {}", e.dir, ec.message());
-    if (!e.name.empty()) {
-      std::filesystem::remove_all(std::filesystem::path(e.dir).parent_path() / ("home-" + e.name),
-                                  ec);
-    }
-    if (!e.name.empty() && config_.persist_containers) {
-      if (Status s =
-              DockerBackend::removeKept(config_.docker.host, keptContainerName(e.tenant, e.name));
-          !s.ok()) {
-        spdlog::warn("cannot remove the container of session '{}': {}", e.name, s.message());
+    if (ec) {
+      spdlog::warn("cannot delete the expired workspace {}: {}", e.dir, ec.message());
+    } else if (!e.name.empty()) {
+      std::filesystem::remove_all(e.root + "/home-" + e.name, ec);
+      if (ec) spdlog::warn("cannot delete {}/home-{}: {}", e.root, e.name, ec.message());
+      if (config_.persist_containers) {
+        if (Status s = DockerBackend::removeKept(config_.docker.host,
+                                                 keptContainerName(e.tenant, e.name, e.root));
+            !s.ok()) {
+          spdlog::warn("cannot remove the container of session '{}': {}", e.name, s.message());
+        }
       }
     }
-    spdlog::info("deleted {}, unopened for --workspace-ttl", e.dir);
+    if (!ec) spdlog::info("deleted {}, unopened for --workspace-ttl", e.dir);
+    std::lock_guard lock(mu_);
+    if (ec) failed_expiry_.insert(e.dir);
+    if (!e.name.empty()) busy_.erase({e.tenant, e.name});
   }
 }
 
@@ -630,32 +654,44 @@ Result<std::string> SessionFactory::storedRead(const Request& request, const std
 
 Status SessionFactory::purge(const Request& request) {
   BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
+  const auto key = std::make_pair(request.tenant, request.name);
   const std::string dir = under + "/named-" + request.name;
   std::shared_ptr<SessionStack> dropped;
   bool known = false;
   {
     std::lock_guard lock(mu_);
-    if (auto it = named_.find({request.tenant, request.name}); it != named_.end()) {
+    if (busy_.contains(key)) {
+      return failedPrecondition("session '" + request.name +
+                                "' is being opened or deleted; try again");
+    }
+    if (auto it = named_.find(key); it != named_.end()) {
       dropped = std::move(it->second.stack);
       named_.erase(it);
       known = true;
     }
+    busy_.insert(key);  // until it is gone: no session of that name is made meanwhile
   }
   dropped.reset();  // stops now unless a connection still ending holds it
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    if (known) return okStatus();
-    return notFound("no stored session '" + request.name + "'");
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);  // never follows a link out
-  if (ec) return internalError("cannot remove session '" + request.name + "': " + ec.message());
-  std::filesystem::remove_all(under + "/home-" + request.name, ec);
-  if (config_.persist_containers) {
-    BYD_RETURN_IF_ERROR(DockerBackend::removeKept(config_.docker.host,
-                                                  keptContainerName(request.tenant, request.name)));
-  }
-  return okStatus();
+  const Status done = [&]() -> Status {
+    struct stat st {};
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return known ? okStatus() : notFound("no stored session '" + request.name + "'");
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // never follows a link out
+    if (ec) return internalError("cannot remove session '" + request.name + "': " + ec.message());
+    std::filesystem::remove_all(under + "/home-" + request.name, ec);
+    if (ec)
+      return internalError("cannot remove the HOME of '" + request.name + "': " + ec.message());
+    if (config_.persist_containers) {
+      return DockerBackend::removeKept(config_.docker.host,
+                                       keptContainerName(request.tenant, request.name, under));
+    }
+    return okStatus();
+  }();
+  std::lock_guard lock(mu_);
+  busy_.erase(key);
+  return done;
 }
 
 mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) const {

@@ -98,8 +98,10 @@ class SessionFactory {
   // With --workspace-ttl: the directory under which `tenant` keeps its sessions, whose
   // directories (and kept containers) unopened for that long are deleted. Before serving.
   void keepStore(const std::string& tenant, const std::string& root);
-  // The name a named session's kept container has (--persist-containers).
-  static std::string keptContainerName(const std::string& tenant, const std::string& name);
+  // The name a named session's kept container has (--persist-containers), whose directory
+  // lies in `root`.
+  static std::string keptContainerName(const std::string& tenant, const std::string& name,
+                                       const std::string& root);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
 
@@ -137,6 +139,9 @@ class SessionFactory {
   std::shared_ptr<SessionStack> spare_;
   std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name
   std::set<std::string> open_dirs_;  // the directories of unnamed sessions still open
+  // Named sessions being made, purged or expired: nothing else touches them meanwhile.
+  std::set<std::pair<std::string, std::string>> busy_;
+  std::set<std::string> failed_expiry_;  // directories --workspace-ttl could not delete
   std::vector<std::pair<std::string, std::string>> stores_;  // tenant, root (keepStore)
   std::condition_variable_any reaper_cv_;
   std::jthread reaper_;  // last: stopped before what it reaps goes

@@ -138,7 +138,7 @@ Result<TenantSpec> readTenant(const Config& config, const std::string& key,
       return invalidArgument(at + ": workspace_root '" + own.workspace_root +
                              "' is not a directory");
     }
-    tenant.workspace_root = std::filesystem::absolute(own.workspace_root).string();
+    tenant.workspace_root = std::filesystem::canonical(own.workspace_root).string();
   } else if (!config.workspace_root.empty()) {
     // Under the server's, in a directory of its own, made now.
     const std::filesystem::path own_dir =
@@ -147,7 +147,7 @@ Result<TenantSpec> readTenant(const Config& config, const std::string& key,
       return invalidArgument(at + ": cannot make its directory " + own_dir.string() + ": " +
                              strerror(errno));
     }
-    tenant.workspace_root = std::filesystem::absolute(own_dir).string();
+    tenant.workspace_root = std::filesystem::canonical(own_dir).string();
   }
   return tenant;
 }
@@ -181,10 +181,18 @@ Result<std::vector<TenantSpec>> loadTenants(const Config& config) {
     if (!names.insert(tenant.name).second) {
       return invalidArgument(where + ": the name '" + tenant.name + "' is taken by another");
     }
-    if (!tenant.workspace_root.empty() && !roots.insert(tenant.workspace_root).second) {
-      return invalidArgument(where + " ('" + tenant.name + "'): workspace_root '" +
-                             tenant.workspace_root + "' is another tenant's too");
+    for (const std::string& other : roots) {  // canonical paths: one spelling each
+      const std::string& mine = tenant.workspace_root;
+      const auto within = [](const std::string& a, const std::string& b) {
+        return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 &&
+                          (b.back() == '/' || a[b.size()] == '/'));
+      };
+      if (!mine.empty() && (within(mine, other) || within(other, mine))) {
+        return invalidArgument(where + " ('" + tenant.name + "'): workspace_root '" + mine +
+                               "' is, holds or lies in another tenant's ('" + other + "')");
+      }
     }
+    if (!tenant.workspace_root.empty()) roots.insert(tenant.workspace_root);
     if (!digests.insert(tenant.token_sha256).second) {
       return invalidArgument(where + " ('" + tenant.name + "'): its token is another tenant's too");
     }

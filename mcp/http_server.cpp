@@ -152,21 +152,28 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
                                                               const std::string& name) {
   {
     std::lock_guard lock(mu);
-    if (sessions.size() >= options.max_sessions) {
+    // Those being made count too: parallel initializes cannot pass the cap together.
+    const size_t open = starting[&tenant] +
+                        std::count_if(sessions.begin(), sessions.end(),
+                                      [&](const auto& s) { return s.second->tenant == &tenant; });
+    if (sessions.size() + total_starting >= options.max_sessions) {
       return resourceExhausted("too many sessions");
     }
-    const size_t open = std::count_if(sessions.begin(), sessions.end(),
-                                      [&](const auto& s) { return s.second->tenant == &tenant; });
     if (open >= tenant.max_sessions) {
       return resourceExhausted("tenant '" + tenant.name + "' has " + std::to_string(open) +
                                " sessions open, as many as it may; end one first");
     }
+    ++starting[&tenant];
+    ++total_starting;
   }
-  BYD_ASSIGN_OR_RETURN(std::shared_ptr<Session> session,
-                       makeSession(SessionKind::kSession, tenant, name));
+  Result<std::shared_ptr<Session>> made = makeSession(SessionKind::kSession, tenant, name);
+  std::lock_guard lock(mu);
+  --starting[&tenant];
+  --total_starting;
+  if (!made.ok()) return made.status();
+  std::shared_ptr<Session> session = std::move(*made);
   session->id = randomHex(16);
   session->touch();
-  std::lock_guard lock(mu);
   sessions[session->id] = session;
   return session;
 }
@@ -299,6 +306,10 @@ int httpStatusOf(const Status& status) {
       return 403;
     case Code::kOutOfRange:
       return 413;
+    case Code::kFailedPrecondition:
+      return 409;
+    case Code::kResourceExhausted:
+      return 429;
     default:
       return 500;
   }

@@ -86,6 +86,8 @@ struct HttpServer::Impl {
 
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Session>> sessions;
+  std::map<const Tenant*, size_t> starting;  // sessions being made, per tenant and in all
+  size_t total_starting = 0;
   // Requests of the stateless revision share one dispatcher and backend, made when the first
   // arrives; it is no session (no id, never reaped) and ends with the server.
   std::shared_ptr<Session> stateless;

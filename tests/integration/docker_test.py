@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sandbox_privileges_test import (COMMAND_ATTACKS, PYTHON_ATTACKS, evil_tar,  # noqa: E402
@@ -544,7 +545,10 @@ class PersistedContainers(unittest.TestCase):
         engine("DELETE", "/containers/" + self.kept() + "?force=true&v=true")
 
     def kept(self):
-        return "byd-7-default-work"
+        """The kept container's name: byd-7-default-work- and its root's digest."""
+        found = engine("GET", "/containers/json?all=1&filters=" + urllib.parse.quote(
+            json.dumps({"name": ["^/byd-7-default-work-[0-9a-f]{12}$"]}))) or []
+        return found[0]["Names"][0].lstrip("/") if found else "byd-7-default-work-none"
 
     def request(self, method, path, body=None, sid=None):
         return mcp_request(self.port, method, path, body, sid)

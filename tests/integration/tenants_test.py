@@ -120,6 +120,20 @@ class TenantsTest(unittest.TestCase):
         server.initialize(bearer(ALICE))
         self.assertTrue(b1)
 
+    def test_parallel_initializes_do_not_pass_the_cap_together(self):
+        server = self.start(self.tenants())
+        statuses = []
+
+        def initialize():
+            statuses.append(server.request("POST", body=INIT, headers=bearer(ALICE))[0])
+
+        threads = [threading.Thread(target=initialize) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(sorted(statuses), [200, 200] + [429] * 6)
+
     def test_a_tenant_cannot_reach_another_tenants_session(self):
         server = self.start(self.tenants())
         a = server.initialize(bearer(ALICE))
@@ -211,6 +225,16 @@ class TenantsTest(unittest.TestCase):
                 self.assertIn(expected, message)
                 self.assertNotIn(BOB, message)
                 self.assertNotIn(ALICE, message)
+        # Roots that are, hold or lie in one another's, however spelled.
+        nested = os.path.join(self.spaces, "inner")
+        os.mkdir(nested)
+        message = self.start_fails({BOB: {"name": "bob", "workspace_root": self.spaces + "/"},
+                                    ALICE: {"name": "alice", "workspace_root": nested}})
+        self.assertIn("is, holds or lies in another tenant's", message)
+        message = self.start_fails({BOB: {"name": "bob", "workspace_root": nested},
+                                    ALICE: {"name": "alice",
+                                            "workspace_root": nested + "/../inner"}})
+        self.assertIn("is, holds or lies in another tenant's", message)
         # Two tenants sharing the root's files: refused without a workspace root.
         message = self.start_fails({BOB: {"name": "bob"}, ALICE: {"name": "alice"}})
         self.assertIn("would work in the root, which other tenants see too", message)
@@ -387,7 +411,8 @@ class RetentionTest(unittest.TestCase):
         spaces = os.path.join(tmp.name, "spaces")
         os.mkdir(root)
         os.mkdir(spaces)
-        server = Server(root, "--workspace-root", spaces, "--workspace-ttl", "2",
+        # Spelled with a trailing slash: the open session's directory is still known as open.
+        server = Server(root, "--workspace-root", spaces + "/", "--workspace-ttl", "2",
                         "--session-idle", "3")
         self.addCleanup(server.stop)
 
@@ -432,7 +457,9 @@ class RetentionTest(unittest.TestCase):
                     (["--transport", "http", "--persist-containers"],
                      "--persist-containers needs --transport http and --backend docker"),
                     (["--persist-containers", "--backend", "docker"],
-                     "--persist-containers needs --transport http and --backend docker")):
+                     "--persist-containers needs --transport http and --backend docker"),
+                    (["--transport", "http", "--persist-containers", "--backend", "docker"],
+                     "--persist-containers needs a workspace root")):
                 with self.subTest(args=args):
                     proc = subprocess.run([http_test.BINARY, "--root", root, *args],
                                           capture_output=True, text=True, timeout=30)
