@@ -12,6 +12,7 @@ runs.
 Needs BYD_DOCKER_TESTS=1 (the test command sets the engine up and sets it); without it the
 test reports itself skipped (exit 77), since there is no engine to test against."""
 
+import hashlib
 import http.client
 import json
 import os
@@ -23,7 +24,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sandbox_privileges_test import (COMMAND_ATTACKS, PYTHON_ATTACKS, evil_tar,  # noqa: E402
@@ -545,10 +545,10 @@ class PersistedContainers(unittest.TestCase):
         engine("DELETE", "/containers/" + self.kept() + "?force=true&v=true")
 
     def kept(self):
-        """The kept container's name: byd-7-default-work- and its root's digest."""
-        found = engine("GET", "/containers/json?all=1&filters=" + urllib.parse.quote(
-            json.dumps({"name": ["^/byd-7-default-work-[0-9a-f]{12}$"]}))) or []
-        return found[0]["Names"][0].lstrip("/") if found else "byd-7-default-work-none"
+        """The kept container's name: the tenant's length and name, the session's, and the
+        first 12 hex digits of the SHA-256 of the workspace root (canonical)."""
+        digest = hashlib.sha256(os.path.realpath(self.spaces).encode()).hexdigest()[:12]
+        return "byd-7-default-work-" + digest
 
     def request(self, method, path, body=None, sid=None):
         return mcp_request(self.port, method, path, body, sid)
