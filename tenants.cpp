@@ -24,6 +24,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/text.h"
 #include "config.h"
 #include "mcp/crypto.h"
 
@@ -36,18 +37,6 @@ constexpr std::string_view kTenantKeys[] = {"name", "max_sessions", "ruleset", "
                                             "limits"};
 constexpr std::string_view kLimitKeys[] = {"max_text_bytes", "max_read_bytes", "max_results",
                                            "max_timeout_s", "max_output_bytes"};
-
-bool validName(const std::string& name) {
-  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 template <size_t N>
 std::string joined(const std::string_view (&items)[N]) {
@@ -96,7 +85,7 @@ Result<TenantSpec> readTenant(const Config& config, const std::string& key,
   }
   TenantSpec tenant;
   const auto name = value.find("name");
-  if (name == value.end() || !name->is_string() || !validName(name->get<std::string>())) {
+  if (name == value.end() || !name->is_string() || !plainName(name->get<std::string>())) {
     return invalidArgument(where +
                            ": \"name\" must be 1 to 64 letters, digits, '.', '_' or '-', "
                            "starting with a letter or digit");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <ctime>
 #include <vector>
 
@@ -231,6 +232,15 @@ std::vector<std::string> splitList(std::string_view list, char separator) {
     list.remove_prefix(std::min(end + 1, list.size()));
   }
   return parts;
+}
+
+bool plainName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
 }
 
 }  // namespace byd

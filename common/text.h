@@ -36,5 +36,8 @@ std::vector<std::string> splitList(std::string_view list, char separator);
 std::string randomHex(size_t bytes);
 // Human size: "512 B", "3.4 KiB", "51.2 MiB".
 std::string humanSize(uint64_t bytes);
+// Whether `name` may name a tenant or a session (and so a directory and a container): 1 to 64
+// letters, digits, '.', '_' or '-', starting with a letter or digit.
+bool plainName(std::string_view name);
 
 }  // namespace byd

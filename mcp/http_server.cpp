@@ -105,15 +105,6 @@ std::shared_ptr<Session> HttpServer::Impl::sessionOf(const httplib::Request& req
   return session;
 }
 
-bool validSessionName(const std::string& name) {
-  if (name.empty() || name.size() > 64 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
-}
-
 bool HttpServer::Impl::sessionName(const httplib::Request& req, const json* initialize,
                                    std::string* name, httplib::Response& res) {
   std::string source = kSessionNameHeader;
@@ -138,7 +129,7 @@ bool HttpServer::Impl::sessionName(const httplib::Request& req, const json* init
     *name = req.get_header_value(kSessionNameHeader);
     if (!req.has_header(kSessionNameHeader)) return true;
   }
-  if (!validSessionName(*name)) {
+  if (!plainName(*name)) {
     jsonError(res, 400, rpc::kInvalidParams,
               source +
                   ": a session name is 1 to 64 letters, digits, '.', '_' or '-', starting "
@@ -336,57 +327,52 @@ void HttpServer::Impl::endNamed(const Tenant& tenant, const std::string& name) {
 }
 
 void HttpServer::Impl::apiRoutes() {
-  // The session a path names, with its tenant; false with the response filled in.
-  auto named = [this](const httplib::Request& req, httplib::Response& res, const Tenant** tenant,
-                      std::string* name) {
-    *tenant = tenantOf(req);
-    *name = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
-    if (*tenant == nullptr) return false;  // admit() answered already
-    if (!validSessionName(*name)) {
-      apiError(res, invalidArgument("'" + *name + "' is no session name"));
-      return false;
-    }
-    return true;
+  // A route on one named session: its tenant and name checked, then `serve` answers.
+  using Serve = std::function<void(const httplib::Request&, httplib::Response&, const Tenant&,
+                                   const std::string& name)>;
+  const auto onSession = [this](Serve serve) {
+    return [this, serve = std::move(serve)](const httplib::Request& req, httplib::Response& res) {
+      const Tenant* tenant = tenantOf(req);
+      if (tenant == nullptr) return;  // admit() answered already
+      const std::string name = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
+      if (!plainName(name))
+        return apiError(res, invalidArgument("'" + name + "' is no session name"));
+      serve(req, res, *tenant, name);
+    };
   };
-  http.Get("/api/sessions", [this](const httplib::Request& req, httplib::Response& res) {
-    auto listed = options.store->sessions(*tenantOf(req));
-    if (!listed.ok()) return apiError(res, listed.status());
-    res.set_content(listed->dump(), "application/json");
+  const auto answer = [](httplib::Response& res, const Result<json>& value) {
+    if (!value.ok()) return apiError(res, value.status());
+    res.set_content(value->dump(), "application/json");
+  };
+  http.Get("/api/sessions", [this, answer](const httplib::Request& req, httplib::Response& res) {
+    answer(res, options.store->sessions(*tenantOf(req)));
   });
   http.Get(R"(/api/sessions/([^/]+)/ls)",
-           [this, named](const httplib::Request& req, httplib::Response& res) {
-             const Tenant* tenant;
-             std::string name;
-             if (!named(req, res, &tenant, &name)) return;
+           onSession([this, answer](const httplib::Request& req, httplib::Response& res,
+                                    const Tenant& tenant, const std::string& name) {
              const std::string path = req.has_param("path") ? req.get_param_value("path") : ".";
-             auto listed = options.store->list(*tenant, name, path);
-             if (!listed.ok()) return apiError(res, listed.status());
-             res.set_content(listed->dump(), "application/json");
-           });
+             answer(res, options.store->list(tenant, name, path));
+           }));
   http.Get(R"(/api/sessions/([^/]+)/read)",
-           [this, named](const httplib::Request& req, httplib::Response& res) {
-             const Tenant* tenant;
-             std::string name;
-             if (!named(req, res, &tenant, &name)) return;
+           onSession([this](const httplib::Request& req, httplib::Response& res,
+                            const Tenant& tenant, const std::string& name) {
              if (!req.has_param("path")) {
                return apiError(res, invalidArgument("?path= names the file to read"));
              }
-             auto bytes = options.store->read(*tenant, name, req.get_param_value("path"));
+             auto bytes = options.store->read(tenant, name, req.get_param_value("path"));
              if (!bytes.ok()) return apiError(res, bytes.status());
              res.set_content(std::move(*bytes), "application/octet-stream");
-           });
+           }));
   http.Delete(R"(/api/sessions/([^/]+))",
-              [this, named](const httplib::Request& req, httplib::Response& res) {
-                const Tenant* tenant;
-                std::string name;
-                if (!named(req, res, &tenant, &name)) return;
-                endNamed(*tenant, name);
-                if (Status s = options.store->purge(*tenant, name); !s.ok()) {
+              onSession([this, answer](const httplib::Request&, httplib::Response& res,
+                                       const Tenant& tenant, const std::string& name) {
+                endNamed(tenant, name);
+                if (Status s = options.store->purge(tenant, name); !s.ok()) {
                   return apiError(res, s);
                 }
-                spdlog::info("http: session '{}' of tenant '{}' purged", name, tenant->name);
-                res.set_content(json{{"purged", name}}.dump(), "application/json");
-              });
+                spdlog::info("http: session '{}' of tenant '{}' purged", name, tenant.name);
+                answer(res, json{{"purged", name}});
+              }));
 }
 
 HttpServer::HttpServer(HttpOptions options, SessionFactory factory, Limits limits,

@@ -92,9 +92,7 @@ using SessionFactory =
 // for clients that cannot set `_meta`.
 inline constexpr const char* kSessionNameMeta = "io.backyard/session";
 inline constexpr const char* kSessionNameHeader = "Backyard-Session";
-// Whether `name` may name a session: 1 to 64 letters, digits, '.', '_' or '-', starting with a
-// letter or digit.
-bool validSessionName(const std::string& name);
+// A session name is a plainName() (common/text.h).
 
 class HttpServer {
  public:
