@@ -131,6 +131,15 @@ nlohmann::json besideConfigFile(const Setting& s, const nlohmann::json& value,
   return out;
 }
 
+Status applySetting(std::string_view key, const nlohmann::json& value,
+                    const std::filesystem::path& dir, const std::string& where, Config& config) {
+  const Setting* s = findSetting(key);
+  if (s == nullptr) return internalError("no setting " + std::string(key));
+  BYD_RETURN_IF_ERROR(checkSettingJson(*s, value, where));
+  s->set(config, s->path ? besideConfigFile(*s, value, dir) : value);
+  return okStatus();
+}
+
 std::string Config::listenHost() const {
   const size_t colon = listen.rfind(':');
   std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
@@ -283,6 +292,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {
     return invalidArgument("--state-file and --state-sync need --backend state");
+  }
+  if (!c.runtimes_file.empty()) {
+    BYD_ASSIGN_OR_RETURN(c.runtimes, loadRuntimes(c));
   }
   if (!c.tokens_file.empty()) {
     BYD_ASSIGN_OR_RETURN(c.tenants, loadTenants(c));

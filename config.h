@@ -28,6 +28,22 @@ struct TenantSpec {
   std::optional<permissions::Ruleset> ruleset;  // none: the server's
   std::optional<Limits> limits;                 // none: the server's
   std::string workspace_root;                   // its sessions' directories go here; "": the root
+  // The runtimes it may use; none: every one. Asking for none, it gets the first of these.
+  std::optional<std::vector<std::string>> runtimes;
+};
+
+// A runtime of the Docker backend, from the runtimes file (see runtimes.cpp): the image its
+// sessions' containers run, given or built on demand, and its own limits and network rules.
+struct RuntimeSpec {
+  std::string name;
+  std::string description;
+  std::string image;                          // given, or the tag of `recipe`
+  std::optional<docker::ImageRecipe> recipe;  // set: built on first use
+  std::optional<int64_t> memory_bytes;        // --container-memory
+  std::optional<double> cpus;                 // --cpus
+  std::optional<int64_t> pids;                // --pids
+  std::optional<int64_t> max_timeout_s;       // the ceiling of a call's timeout_s
+  nlohmann::json network;  // a ruleset's "network" section, in place of the ruleset's; null: none
 };
 
 struct Config {
@@ -60,6 +76,8 @@ struct Config {
   std::string token;                       // read from token_file or the environment
   std::string tokens_file;                 // the tenants, each known by its token
   std::vector<TenantSpec> tenants;         // read from tokens_file
+  std::string runtimes_file;               // Docker: the runtimes sessions may pick
+  std::vector<RuntimeSpec> runtimes;       // read from runtimes_file
   std::vector<std::string> allowed_hosts;  // Host/Origin names accepted beside loopback ones
   size_t max_sessions = 64;
   double session_idle_s = 1800;
@@ -98,6 +116,12 @@ Result<permissions::Ruleset> loadRuleset(const Config& config);
 // Errors name the file, the tenant and the key, never a token.
 Result<std::vector<TenantSpec>> loadTenants(const Config& config);
 
+// The runtimes of `config.runtimes_file` (runtimes.cpp). Errors name the file, the runtime and
+// the key.
+Result<std::vector<RuntimeSpec>> loadRuntimes(const Config& config);
+// The runtime named `name`, or null.
+const RuntimeSpec* findRuntime(const Config& config, std::string_view name);
+
 // For the files that hold settings (the config file, the tokens file): the setting with this
 // key, or null; and a path setting's value with a relative path made relative to `dir` (a
 // ruleset's preset name stays a name).
@@ -105,5 +129,9 @@ const Setting* findSetting(std::string_view key);
 nlohmann::json besideConfigFile(const Setting& s, const nlohmann::json& value,
                                 const std::filesystem::path& dir);
 Result<nlohmann::json> readJsonFile(const std::string& path, const std::string& what);
+// A setting's value from such a file in `dir`, checked as the setting is (errors say `where`),
+// into `config`.
+Status applySetting(std::string_view key, const nlohmann::json& value,
+                    const std::filesystem::path& dir, const std::string& where, Config& config);
 
 }  // namespace byd

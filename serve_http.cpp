@@ -34,12 +34,14 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   (*first)->warmUp();
   first->reset();  // the factory keeps it for the first session
   byd::mcp::SessionFactory factory = [&sessions, &config](const byd::mcp::Tenant& tenant,
-                                                          const std::string& name) {
+                                                          const byd::mcp::SessionAsk& ask) {
     return sessions.next({.tenant = tenant.name,
-                          .name = name,
+                          .name = ask.name,
                           .workspace_root = tenant.workspace_root,
                           .guard = tenant.guard,
-                          .max_named = std::min(tenant.max_sessions, config.max_sessions)});
+                          .max_named = std::min(tenant.max_sessions, config.max_sessions),
+                          .runtime = ask.runtime,
+                          .runtimes = tenant.runtimes ? &*tenant.runtimes : nullptr});
   };
   byd::mcp::HttpOptions http;
   http.host = config.listenHost();
@@ -56,7 +58,8 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
                                             .max_sessions = spec.max_sessions,
                                             .guard = own,
                                             .limits = spec.limits,
-                                            .workspace_root = spec.workspace_root});
+                                            .workspace_root = spec.workspace_root,
+                                            .runtimes = spec.runtimes});
   }
   // Stored workspaces, for /api/: each tenant its own, under its rules and read limit.
   const auto request = [](const byd::mcp::Tenant& tenant, const std::string& name) {

@@ -302,8 +302,56 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
   return stack;
 }
 
+Result<const RuntimeSpec*> SessionFactory::runtimeOf(const Request& request) const {
+  const auto allowed = [&](const std::string& name) {
+    return request.runtimes == nullptr ||
+           std::ranges::find(*request.runtimes, name) != request.runtimes->end();
+  };
+  const auto choices = [&] {
+    std::vector<std::string> names;
+    for (const RuntimeSpec& rt : config_.runtimes) {
+      if (allowed(rt.name)) names.push_back(rt.name);
+    }
+    return names.empty() ? std::string("none") : joinComma(names);
+  };
+  if (request.runtime.empty()) {
+    if (request.runtimes == nullptr || request.runtimes->empty()) return nullptr;
+    return findRuntime(config_, request.runtimes->front());
+  }
+  if (config_.runtimes.empty()) {
+    return invalidArgument("runtime '" + request.runtime +
+                           "': this server offers no runtimes (no --runtimes file)");
+  }
+  const RuntimeSpec* runtime = findRuntime(config_, request.runtime);
+  if (runtime == nullptr) {
+    return invalidArgument("unknown runtime '" + request.runtime +
+                           "'; runtimes you may use: " + choices());
+  }
+  if (!allowed(runtime->name)) {
+    return invalidArgument("runtime '" + request.runtime + "' is not one tenant '" +
+                           request.tenant + "' may use; it may use: " + choices());
+  }
+  return runtime;
+}
+
+Result<const permissions::Guard*> SessionFactory::guardFor(const permissions::Guard& base,
+                                                           const RuntimeSpec& runtime) {
+  if (runtime.network.is_null()) return &base;
+  std::lock_guard lock(mu_);
+  auto& slot = runtime_guards_[{&base, runtime.name}];
+  if (!slot) {
+    nlohmann::json doc = base.ruleset().json();
+    doc["network"] = runtime.network;
+    doc["name"] = base.ruleset().name() + " with the network rules of runtime " + runtime.name;
+    BYD_ASSIGN_OR_RETURN(permissions::Ruleset rules, permissions::Ruleset::fromJson(doc));
+    slot = std::make_unique<permissions::Guard>(std::move(rules), base.askFallback());
+  }
+  return slot.get();
+}
+
 Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
-                                                            const std::string& dir) {
+                                                            const std::string& dir,
+                                                            const RuntimeSpec* runtime) {
   if (!dir.empty() && config_.backend == "docker") {
     // Made by this server for the container's user, who must be able to enter and write it.
     BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(config_.docker.user));
@@ -321,23 +369,48 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& reque
         request.tenant, request.name, std::filesystem::path(dir).parent_path().string());
     session_config.docker.stop_kept = true;
     // Beside its workspace: what the code installs in HOME stays with the session.
-    if (!dir.empty()) {
-      session_config.docker.home_dir =
-          (std::filesystem::path(dir).parent_path() / ("home-" + request.name)).string();
-    }
+    session_config.docker.home_dir =
+        (std::filesystem::path(dir).parent_path() / ("home-" + request.name)).string();
   }
-  BYD_ASSIGN_OR_RETURN(
-      SessionStack stack,
-      open(session_config, /*warm=*/false, request.guard != nullptr ? *request.guard : guard_));
+  const permissions::Guard* guard = request.guard != nullptr ? request.guard : &guard_;
+  if (runtime != nullptr) {
+    DockerOptions& d = session_config.docker;
+    d.image = runtime->image;
+    d.recipe = runtime->recipe;
+    d.memory_bytes = runtime->memory_bytes.value_or(d.memory_bytes);
+    d.cpus = runtime->cpus.value_or(d.cpus);
+    d.pids = runtime->pids.value_or(d.pids);
+    BYD_ASSIGN_OR_RETURN(guard, guardFor(*guard, *runtime));
+  }
+  BYD_ASSIGN_OR_RETURN(SessionStack stack, open(session_config, /*warm=*/false, *guard));
+  if (runtime != nullptr) {
+    stack.runtime = runtime->name;
+    stack.max_timeout_s = runtime->max_timeout_s;
+    if (guard != (request.guard != nullptr ? request.guard : &guard_)) stack.guard = guard;
+    stack.instructions += " It runs the runtime '" + runtime->name + "'" +
+                          (runtime->description.empty() ? "" : ": " + runtime->description) +
+                          (runtime->description.ends_with('.') ? "" : ".");
+  }
   return std::make_shared<SessionStack>(std::move(stack));
+}
+
+mcp::SessionBackend SessionFactory::given(const std::shared_ptr<SessionStack>& stack,
+                                          std::shared_ptr<void> owner, std::string instructions) {
+  return mcp::SessionBackend{.backend = stack->backend.get(),
+                             .owner = std::move(owner),
+                             .instructions = std::move(instructions),
+                             .guard = stack->guard,
+                             .max_timeout_s = stack->max_timeout_s};
 }
 
 Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
   const std::string& under =
       request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;
-  if (!request.name.empty()) return attach(request, under);
+  BYD_ASSIGN_OR_RETURN(const RuntimeSpec* runtime, runtimeOf(request));
+  if (!request.name.empty()) return attach(request, under, runtime);
   std::shared_ptr<SessionStack> stack;
-  if (under.empty() && (request.guard == nullptr || request.guard == &guard_)) {
+  if (under.empty() && runtime == nullptr &&
+      (request.guard == nullptr || request.guard == &guard_)) {
     std::lock_guard lock(mu_);
     stack = std::move(spare_);
   }
@@ -350,7 +423,7 @@ Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
                              strerror(errno));
       }
     }
-    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir));
+    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir, runtime));
     if (!dir.empty()) {
       // Open while its session is: --workspace-ttl counts from when it closed.
       std::lock_guard lock(mu_);
@@ -361,14 +434,14 @@ Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
         open_dirs_.erase(dir);
         utimensat(AT_FDCWD, dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
       });
-      return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions};
+      return given(stack, lease, stack->instructions);
     }
   }
-  return mcp::SessionBackend{stack->backend.get(), stack, stack->instructions};
+  return given(stack, stack, stack->instructions);
 }
 
-Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
-                                                   const std::string& under) {
+Result<mcp::SessionBackend> SessionFactory::attach(const Request& request, const std::string& under,
+                                                   const RuntimeSpec* runtime) {
   const auto key = std::make_pair(request.tenant, request.name);
   const std::string dir = under.empty() ? "" : under + "/named-" + request.name;
   std::shared_ptr<SessionStack> stack, evicted;
@@ -379,6 +452,14 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
                                "' is being opened or deleted; try again");
     }
     if (auto it = named_.find(key); it != named_.end()) {
+      if (!request.runtime.empty() && it->second.stack->runtime != request.runtime) {
+        return invalidArgument("session '" + request.name + "' runs " +
+                               (it->second.stack->runtime.empty()
+                                    ? "the server's image"
+                                    : "the runtime '" + it->second.stack->runtime + "'") +
+                               ", not '" + request.runtime +
+                               "': ask for that, or for none, or end it first");
+      }
       stack = it->second.stack;
       ++it->second.attached;  // now, so that nothing drops it before the lease exists
     } else {
@@ -423,7 +504,7 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
                   "(their kernels had stopped).";
         }
       }
-      return fresh(request, dir);
+      return fresh(request, dir, runtime);
     }();
     std::lock_guard lock(mu_);
     busy_.erase(key);
@@ -447,7 +528,7 @@ Result<mcp::SessionBackend> SessionFactory::attach(const Request& request,
       }
     }
   });
-  return mcp::SessionBackend{stack->backend.get(), lease, stack->instructions + again};
+  return given(stack, lease, stack->instructions + again);
 }
 
 void SessionFactory::startReaper() {
@@ -481,217 +562,6 @@ void SessionFactory::reapNamed(std::stop_token stop) {
     if (config_.workspace_ttl_s > 0) expireStored();
     lock.lock();
   }
-}
-
-void SessionFactory::keepStore(const std::string& tenant, const std::string& root) {
-  std::lock_guard lock(mu_);
-  stores_.emplace_back(tenant, root);
-  if (config_.workspace_ttl_s > 0) startReaper();
-}
-
-std::string SessionFactory::keptContainerName(const std::string& tenant, const std::string& name,
-                                              const std::string& root) {
-  // The tenant's length first: "a-b" and "c" cannot meet "a" and "b-c"; the root's digest
-  // last: another server's session of the same tenant and name has another container.
-  auto digest = mcp::sha256Hex(root);
-  return "byd-" + std::to_string(tenant.size()) + "-" + tenant + "-" + name + "-" +
-         (digest.ok() ? digest->substr(0, 12) : "0");
-}
-
-void SessionFactory::expireStored() {
-  struct Expired {
-    std::string dir, tenant, name, root;  // name: a named session's
-  };
-  std::vector<Expired> expired;
-  const auto now = std::chrono::system_clock::now();
-  const auto ttl = std::chrono::duration<double>(config_.workspace_ttl_s);
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [tenant, root] : stores_) {
-      std::error_code ec;
-      for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end;
-           it.increment(ec)) {
-        const std::string file = it->path().filename().string();
-        const bool named = file.rfind("named-", 0) == 0;
-        if (!named && file.rfind("session-", 0) != 0) continue;
-        const std::string dir = root + "/" + file;
-        if (failed_expiry_.contains(dir)) continue;  // said once; left to the operator
-        const auto key = std::make_pair(tenant, file.substr(6));
-        if (named ? named_.contains(key) || busy_.contains(key) : open_dirs_.contains(dir)) {
-          continue;  // open, being opened, or its backend still lingers
-        }
-        struct stat st {};
-        if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        const auto closed = std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                std::chrono::seconds(st.st_mtim.tv_sec) +
-                std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-        if (now - closed < ttl) continue;
-        if (named) busy_.insert(key);
-        expired.push_back({dir, tenant, named ? key.second : "", root});
-      }
-    }
-  }
-  for (const Expired& e : expired) {
-    std::error_code ec;
-    std::filesystem::remove_all(e.dir, ec);  // never follows a link out
-    if (ec) {
-      spdlog::warn("cannot delete the expired workspace {}: {}", e.dir, ec.message());
-    } else if (!e.name.empty()) {
-      std::filesystem::remove_all(e.root + "/home-" + e.name, ec);
-      if (ec) spdlog::warn("cannot delete {}/home-{}: {}", e.root, e.name, ec.message());
-      if (config_.persist_containers) {
-        if (Status s = DockerBackend::removeKept(config_.docker.host,
-                                                 keptContainerName(e.tenant, e.name, e.root));
-            !s.ok()) {
-          spdlog::warn("cannot remove the container of session '{}': {}", e.name, s.message());
-        }
-      }
-    }
-    if (!ec) spdlog::info("deleted {}, unopened for --workspace-ttl", e.dir);
-    std::lock_guard lock(mu_);
-    if (ec) failed_expiry_.insert(e.dir);
-    if (!e.name.empty()) busy_.erase({e.tenant, e.name});
-  }
-}
-
-Result<std::string> SessionFactory::storeOf(const Request& request) const {
-  const std::string& under =
-      request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;
-  if (under.empty()) {
-    return notFound("no workspace is stored: the server has no --workspace-root");
-  }
-  return under;
-}
-
-struct SessionFactory::Stored {
-  std::unique_ptr<LocalBackend> local;
-  std::unique_ptr<permissions::GuardedBackend> guarded;
-};
-
-Result<std::unique_ptr<SessionFactory::Stored>> SessionFactory::openStored(
-    const Request& request, permissions::Operation op) const {
-  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
-  const std::string dir = under + "/named-" + request.name;
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return notFound("no stored session '" + request.name + "'");
-  }
-  auto stored = std::make_unique<Stored>();
-  BYD_ASSIGN_OR_RETURN(stored->local, LocalBackend::open(dir, {}));
-  stored->guarded = std::make_unique<permissions::GuardedBackend>(
-      *stored->local, request.guard != nullptr ? *request.guard : guard_, op, nullptr);
-  return stored;
-}
-
-Result<nlohmann::json> SessionFactory::storedSessions(const Request& request) const {
-  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
-  nlohmann::json sessions = nlohmann::json::array();
-  std::error_code ec;
-  std::vector<std::filesystem::directory_entry> dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(under, ec)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind("named-", 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec)) {
-      dirs.push_back(entry);
-    }
-  }
-  if (ec) return internalError("cannot list " + under + ": " + ec.message());
-  std::sort(dirs.begin(), dirs.end());
-  std::lock_guard lock(mu_);
-  for (const auto& entry : dirs) {
-    const std::string name = entry.path().filename().string().substr(6);
-    const auto it = named_.find({request.tenant, name});
-    struct stat st {};
-    lstat(entry.path().c_str(), &st);
-    sessions.push_back(
-        {{"name", name},
-         {"connected", it == named_.end() ? 0 : it->second.attached},
-         {"running", it != named_.end()},
-         {"modified", isoTime(st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec)}});
-  }
-  return nlohmann::json{{"sessions", std::move(sessions)}};
-}
-
-Result<nlohmann::json> SessionFactory::storedList(const Request& request, const std::string& path,
-                                                  size_t max_entries) const {
-  BYD_ASSIGN_OR_RETURN(auto stored, openStored(request, permissions::Operation::kLs));
-  Backend& fs = *stored->guarded;
-  BYD_ASSIGN_OR_RETURN(const std::string key, fs.normalize(path));
-  BYD_ASSIGN_OR_RETURN(std::vector<FileInfo> entries, fs.list(key));
-  std::sort(entries.begin(), entries.end(),
-            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
-  const size_t total = entries.size();
-  if (entries.size() > max_entries) entries.resize(max_entries);
-  nlohmann::json list = nlohmann::json::array();
-  for (const FileInfo& e : entries) {
-    list.push_back({{"name", e.name},
-                    {"type", fileTypeName(e.type)},
-                    {"size", e.size},
-                    {"mtime", isoTime(e.mtime_ns)}});
-  }
-  return nlohmann::json{{"session", request.name},
-                        {"path", key.empty() ? "." : key},
-                        {"entries", std::move(list)},
-                        {"total", total},
-                        {"truncated", total > entries.size()}};
-}
-
-Result<std::string> SessionFactory::storedRead(const Request& request, const std::string& path,
-                                               uint64_t max_bytes) const {
-  BYD_ASSIGN_OR_RETURN(auto stored, openStored(request, permissions::Operation::kRead));
-  Backend& fs = *stored->guarded;
-  BYD_ASSIGN_OR_RETURN(const std::string key, fs.normalize(path));
-  BYD_ASSIGN_OR_RETURN(const FileInfo info, fs.stat(key));
-  if (info.type != FileType::kFile) {
-    return invalidArgument("'" + path + "' is not a file");
-  }
-  if (info.size > max_bytes) {
-    return outOfRange("'" + path + "' is " + humanSize(info.size) + ", over the " +
-                      humanSize(max_bytes) + " a read may take (max_read_bytes)");
-  }
-  return fs.read(key, 0, max_bytes);
-}
-
-Status SessionFactory::purge(const Request& request) {
-  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
-  const auto key = std::make_pair(request.tenant, request.name);
-  const std::string dir = under + "/named-" + request.name;
-  std::shared_ptr<SessionStack> dropped;
-  bool known = false;
-  {
-    std::lock_guard lock(mu_);
-    if (busy_.contains(key)) {
-      return failedPrecondition("session '" + request.name +
-                                "' is being opened or deleted; try again");
-    }
-    if (auto it = named_.find(key); it != named_.end()) {
-      dropped = std::move(it->second.stack);
-      named_.erase(it);
-      known = true;
-    }
-    busy_.insert(key);  // until it is gone: no session of that name is made meanwhile
-  }
-  dropped.reset();  // stops now unless a connection still ending holds it
-  const Status done = [&]() -> Status {
-    struct stat st {};
-    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return known ? okStatus() : notFound("no stored session '" + request.name + "'");
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);  // never follows a link out
-    if (ec) return internalError("cannot remove session '" + request.name + "': " + ec.message());
-    std::filesystem::remove_all(under + "/home-" + request.name, ec);
-    if (ec)
-      return internalError("cannot remove the HOME of '" + request.name + "': " + ec.message());
-    if (config_.persist_containers) {
-      return DockerBackend::removeKept(config_.docker.host,
-                                       keptContainerName(request.tenant, request.name, under));
-    }
-    return okStatus();
-  }();
-  std::lock_guard lock(mu_);
-  busy_.erase(key);
-  return done;
 }
 
 mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) const {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -41,6 +42,11 @@ struct SessionStack {
   std::string sandbox_note;  // said in instructions when commands run unsandboxed
   std::string tools;         // the tools offered, as tools/list lists them
   std::string instructions;  // for initialize
+  // Its runtime (--runtimes) and what that changes for its sessions: rules with its network
+  // section (null: its tenant's) and its ceiling of a call's timeout.
+  std::string runtime;
+  const permissions::Guard* guard = nullptr;
+  std::optional<int64_t> max_timeout_s;
   // Starts a thread that checks the sandbox, then starts its helper and a spare Python kernel.
   // Set on the stack start() makes; whoever serves it runs it once through warmUp(), when the
   // work no longer competes with the first answer (stdio: right after it; HTTP: once listening).
@@ -73,6 +79,10 @@ class SessionFactory {
     std::string workspace_root;
     const permissions::Guard* guard = nullptr;
     size_t max_named = 64;  // named sessions the tenant may hold, connected or not
+    // The runtime asked for ("": the tenant's first, else the server's image), and those the
+    // tenant may use (null: every one).
+    std::string runtime;
+    const std::vector<std::string>* runtimes = nullptr;
   };
   // HTTP: the stack kept from start() once, then a new one each time (cold: a sandbox and
   // kernels when first needed), in a fresh directory session-XXXXXX under the workspace root
@@ -115,14 +125,26 @@ class SessionFactory {
   struct Stored;
   Result<std::unique_ptr<Stored>> openStored(const Request& request,
                                              permissions::Operation op) const;
-  // A new stack for `request` in `dir` ("": the root); a named session's keeps its container
-  // with --persist-containers.
-  Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir);
+  // The runtime `request` gets: null for the server's image; an error naming those it may use
+  // when it asks for one it may not.
+  Result<const RuntimeSpec*> runtimeOf(const Request& request) const;
+  // The rules of `runtime`'s sessions where `base` holds: `base` with the runtime's network
+  // section, made once and kept.
+  Result<const permissions::Guard*> guardFor(const permissions::Guard& base,
+                                             const RuntimeSpec& runtime);
+  // A new stack for `request` in `dir` ("": the root) with `runtime` (null: the server's
+  // image); a named session's keeps its container with --persist-containers.
+  Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir,
+                                              const RuntimeSpec* runtime);
+  // What a session is given of `stack`, held by `owner`.
+  static mcp::SessionBackend given(const std::shared_ptr<SessionStack>& stack,
+                                   std::shared_ptr<void> owner, std::string instructions);
   // Deletes the stored sessions unopened for --workspace-ttl (the reaper thread, unlocked).
   void expireStored();
   void startReaper();  // under mu_
   // The named session's stack, found or made, leased to one more session.
-  Result<mcp::SessionBackend> attach(const Request& request, const std::string& under);
+  Result<mcp::SessionBackend> attach(const Request& request, const std::string& under,
+                                     const RuntimeSpec* runtime);
   // Drops the named stacks no session has used for --session-idle (the reaper thread).
   void reapNamed(std::stop_token stop);
 
@@ -143,6 +165,9 @@ class SessionFactory {
   std::set<std::pair<std::string, std::string>> busy_;
   std::set<std::string> failed_expiry_;  // directories --workspace-ttl could not delete
   std::vector<std::pair<std::string, std::string>> stores_;  // tenant, root (keepStore)
+  // guardFor's: by the rules they extend and the runtime.
+  std::map<std::pair<const permissions::Guard*, std::string>, std::unique_ptr<permissions::Guard>>
+      runtime_guards_;
   std::condition_variable_any reaper_cv_;
   std::jthread reaper_;  // last: stopped before what it reaps goes
 };

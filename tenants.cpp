@@ -12,7 +12,9 @@
 // --max-sessions, which stays the cap of all), `ruleset` (as the setting: a preset, a file
 // beside this one, or the ruleset itself), `workspace_root` (its sessions' directories; else
 // --workspace-root/NAME when that is set) and `limits` (max_text_bytes, max_read_bytes,
-// max_results, max_timeout_s, max_output_bytes, each as its setting). Errors name the file,
+// max_results, max_timeout_s, max_output_bytes, each as its setting) and `runtimes` (the names
+// of the --runtimes it may use; the first is its sessions' when they ask for none; without the
+// key, it may use every one). Errors name the file,
 // the tenant and the key, never a token. A file that users other than its owner may read or
 // write is refused: it holds the keys to every tenant.
 
@@ -33,17 +35,10 @@ namespace {
 
 constexpr std::string_view kDigestPrefix = "sha256:";
 constexpr size_t kMinTokenChars = 16;
-constexpr std::string_view kTenantKeys[] = {"name", "max_sessions", "ruleset", "workspace_root",
-                                            "limits"};
+constexpr std::string_view kTenantKeys[] = {"name",           "max_sessions", "ruleset",
+                                            "workspace_root", "limits",       "runtimes"};
 constexpr std::string_view kLimitKeys[] = {"max_text_bytes", "max_read_bytes", "max_results",
                                            "max_timeout_s", "max_output_bytes"};
-
-template <size_t N>
-std::string joined(const std::string_view (&items)[N]) {
-  std::string out;
-  for (std::string_view item : items) out += (out.empty() ? "" : ", ") + std::string(item);
-  return out;
-}
 
 // The digest a key stands for: its own hex, or the SHA-256 of the token it is.
 Result<std::string> digestOf(const std::string& key, const std::string& where) {
@@ -63,16 +58,6 @@ Result<std::string> digestOf(const std::string& key, const std::string& where) {
   return mcp::sha256Hex(key);
 }
 
-// A setting's value from this file, checked as the setting is, into `config`.
-Status applySetting(std::string_view key, const nlohmann::json& value,
-                    const std::filesystem::path& dir, const std::string& where, Config& config) {
-  const Setting* s = findSetting(key);
-  if (s == nullptr) return internalError("no setting " + std::string(key));
-  BYD_RETURN_IF_ERROR(checkSettingJson(*s, value, where));
-  s->set(config, s->path ? besideConfigFile(*s, value, dir) : value);
-  return okStatus();
-}
-
 Result<TenantSpec> readTenant(const Config& config, const std::string& key,
                               const nlohmann::json& value, const std::filesystem::path& dir,
                               const std::string& where) {
@@ -80,15 +65,13 @@ Result<TenantSpec> readTenant(const Config& config, const std::string& key,
   for (const auto& [field, _] : value.items()) {
     if (std::ranges::find(kTenantKeys, field) == std::end(kTenantKeys)) {
       return invalidArgument(where + ": unknown key '" + field +
-                             "' (known: " + joined(kTenantKeys) + ")");
+                             "' (known: " + joinComma(kTenantKeys) + ")");
     }
   }
   TenantSpec tenant;
   const auto name = value.find("name");
   if (name == value.end() || !name->is_string() || !plainName(name->get<std::string>())) {
-    return invalidArgument(where +
-                           ": \"name\" must be 1 to 64 letters, digits, '.', '_' or '-', "
-                           "starting with a letter or digit");
+    return invalidArgument(where + ": \"name\" must be " + std::string(kPlainNameRule));
   }
   tenant.name = name->get<std::string>();
   const std::string at = where + " ('" + tenant.name + "')";
@@ -111,11 +94,28 @@ Result<TenantSpec> readTenant(const Config& config, const std::string& key,
     for (const auto& [limit, amount] : limits->items()) {
       if (std::ranges::find(kLimitKeys, limit) == std::end(kLimitKeys)) {
         return invalidArgument(at + ": limits: unknown key '" + limit +
-                               "' (known: " + joined(kLimitKeys) + ")");
+                               "' (known: " + joinComma(kLimitKeys) + ")");
       }
       BYD_RETURN_IF_ERROR(applySetting(limit, amount, dir, at + ": limits." + limit, own));
     }
     tenant.limits = own.limits;
+  }
+  if (auto runtimes = value.find("runtimes"); runtimes != value.end()) {
+    if (!runtimes->is_array()) {
+      return invalidArgument(at + ": runtimes: not an array of runtime names");
+    }
+    tenant.runtimes.emplace();
+    for (const nlohmann::json& name : *runtimes) {
+      if (!name.is_string() || findRuntime(config, name.get<std::string>()) == nullptr) {
+        std::vector<std::string> known;
+        for (const RuntimeSpec& rt : config.runtimes) known.push_back(rt.name);
+        return invalidArgument(at + ": runtimes: " + name.dump() + " is not a runtime of " +
+                               (config.runtimes_file.empty()
+                                    ? std::string("this server (no --runtimes file)")
+                                    : "--runtimes (" + joinComma(known) + ")"));
+      }
+      tenant.runtimes->push_back(name.get<std::string>());
+    }
   }
   if (auto root = value.find("workspace_root"); root != value.end()) {
     if (config.backend == "state") {

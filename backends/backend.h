@@ -106,6 +106,9 @@ struct PythonRequest {
   uint64_t memory_bytes = 0;
   std::chrono::milliseconds timeout{30000};
   size_t max_output = 100 * 1024;
+  // Called with a line about what is being made ready before the cell can run (an image
+  // being built), at most once a second; empty when the client did not ask for progress.
+  std::function<void(std::string_view line)> on_progress;
   // What the cell may do to the workspace's files, enforced where it runs.
   FileView view;
   // What it may reach over the network (null: nothing).

@@ -36,8 +36,21 @@ std::vector<std::string> splitList(std::string_view list, char separator);
 std::string randomHex(size_t bytes);
 // Human size: "512 B", "3.4 KiB", "51.2 MiB".
 std::string humanSize(uint64_t bytes);
-// Whether `name` may name a tenant or a session (and so a directory and a container): 1 to 64
-// letters, digits, '.', '_' or '-', starting with a letter or digit.
+// Whether `name` may name a tenant, a session or a runtime (and so a directory and a
+// container): kPlainNameRule.
 bool plainName(std::string_view name);
+inline constexpr std::string_view kPlainNameRule =
+    "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+// The items (strings or string views) joined by ", ".
+template <typename Range>
+std::string joinComma(const Range& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
 
 }  // namespace byd

@@ -123,9 +123,9 @@ void HttpServer::Impl::onLegacyStream(const httplib::Request& req, httplib::Resp
     jsonError(res, 406, rpc::kInvalidRequest, "Accept must offer text/event-stream");
     return;
   }
-  std::string name;
-  if (!sessionName(req, nullptr, &name, res)) return;
-  auto made = newSession(*tenantOf(req), name);
+  SessionAsk ask;
+  if (!sessionAsk(req, nullptr, &ask, res)) return;
+  auto made = newSession(*tenantOf(req), ask);
   if (!made.ok()) {
     failedSession(made.status(), res);
     return;
@@ -165,6 +165,8 @@ void HttpServer::Impl::failedSession(const Status& status, httplib::Response& re
   if (status.code() == Code::kResourceExhausted) {
     res.set_header("Retry-After", "30");
     jsonError(res, 429, rpc::kInvalidRequest, status.message());
+  } else if (status.code() == Code::kInvalidArgument) {
+    jsonError(res, 400, rpc::kInvalidParams, status.message());
   } else {
     spdlog::error("http: cannot start a session: {}", status.message());
     jsonError(res, 500, rpc::kInternalError, "cannot start a session");
@@ -220,17 +222,18 @@ void HttpServer::Impl::onPost(const httplib::Request& req, httplib::Response& re
   }
   std::shared_ptr<Session> session;
   if (message.value("method", "") == "initialize") {
-    std::string name;
-    if (!sessionName(req, &message, &name, res)) return;
-    auto made = newSession(*tenantOf(req), name);
+    SessionAsk ask;
+    if (!sessionAsk(req, &message, &ask, res)) return;
+    auto made = newSession(*tenantOf(req), ask);
     if (!made.ok()) {
       failedSession(made.status(), res);
       return;
     }
     session = std::move(*made);
     res.set_header(kSessionHeader, session->id);
-    spdlog::info("http: session {}… started{}", session->id.substr(0, 8),
-                 name.empty() ? "" : " as '" + name + "'");
+    spdlog::info("http: session {}… started{}{}", session->id.substr(0, 8),
+                 ask.name.empty() ? "" : " as '" + ask.name + "'",
+                 ask.runtime.empty() ? "" : " (runtime " + ask.runtime + ")");
   } else {
     session = sessionOf(req, res);
     if (!session) return;

@@ -105,42 +105,48 @@ std::shared_ptr<Session> HttpServer::Impl::sessionOf(const httplib::Request& req
   return session;
 }
 
-bool HttpServer::Impl::sessionName(const httplib::Request& req, const json* initialize,
-                                   std::string* name, httplib::Response& res) {
-  std::string source = kSessionNameHeader;
-  const json* given = nullptr;
+bool HttpServer::Impl::sessionAsk(const httplib::Request& req, const json* initialize,
+                                  SessionAsk* ask, httplib::Response& res) {
+  const json* meta = nullptr;
   if (initialize != nullptr) {
     const auto params = initialize->find("params");
     if (params != initialize->end() && params->is_object()) {
-      const auto meta = params->find("_meta");
-      if (meta != params->end() && meta->is_object()) {
-        if (auto it = meta->find(kSessionNameMeta); it != meta->end()) given = &*it;
-      }
+      const auto m = params->find("_meta");
+      if (m != params->end() && m->is_object()) meta = &*m;
     }
   }
-  if (given != nullptr) {
-    source = std::string("_meta \"") + kSessionNameMeta + "\"";
-    if (!given->is_string()) {
-      jsonError(res, 400, rpc::kInvalidParams, source + " must be a string");
+  // One name from `_meta` key `key`, else from the request (`fallback`).
+  const auto take = [&](const char* key, const char* what, const std::string& fallback_source,
+                        bool has_fallback, const std::string& fallback, std::string* into) {
+    std::string source = fallback_source;
+    const auto given = meta != nullptr ? meta->find(key) : json::const_iterator();
+    if (meta != nullptr && given != meta->end()) {
+      source = std::string("_meta \"") + key + "\"";
+      if (!given->is_string()) {
+        jsonError(res, 400, rpc::kInvalidParams, source + " must be a string");
+        return false;
+      }
+      *into = given->get<std::string>();
+    } else {
+      if (!has_fallback) return true;
+      *into = fallback;
+    }
+    if (!plainName(*into)) {
+      jsonError(res, 400, rpc::kInvalidParams,
+                source + ": a " + what + " name is " + std::string(kPlainNameRule));
       return false;
     }
-    *name = given->get<std::string>();
-  } else {
-    *name = req.get_header_value(kSessionNameHeader);
-    if (!req.has_header(kSessionNameHeader)) return true;
-  }
-  if (!plainName(*name)) {
-    jsonError(res, 400, rpc::kInvalidParams,
-              source +
-                  ": a session name is 1 to 64 letters, digits, '.', '_' or '-', starting "
-                  "with a letter or digit");
-    return false;
-  }
-  return true;
+    return true;
+  };
+  return take(kSessionNameMeta, "session", kSessionNameHeader, req.has_header(kSessionNameHeader),
+              req.get_header_value(kSessionNameHeader), &ask->name) &&
+         take(kRuntimeMeta, "runtime", std::string("the URL's ") + kRuntimeParameter + "=",
+              req.has_param(kRuntimeParameter), req.get_param_value(kRuntimeParameter),
+              &ask->runtime);
 }
 
 Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tenant,
-                                                              const std::string& name) {
+                                                              const SessionAsk& ask) {
   {
     std::lock_guard lock(mu);
     // Those being made count too: parallel initializes cannot pass the cap together.
@@ -157,7 +163,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
     ++starting[&tenant];
     ++total_starting;
   }
-  Result<std::shared_ptr<Session>> made = makeSession(SessionKind::kSession, tenant, name);
+  Result<std::shared_ptr<Session>> made = makeSession(SessionKind::kSession, tenant, ask);
   std::lock_guard lock(mu);
   --starting[&tenant];
   --total_starting;
@@ -173,18 +179,25 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
 // stateless revision only.
 Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
                                                                const Tenant& tenant,
-                                                               const std::string& name) {
-  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory(tenant, name));
+                                                               const SessionAsk& ask) {
+  BYD_ASSIGN_OR_RETURN(SessionBackend backend, factory(tenant, ask));
   auto session = std::make_shared<Session>();
   session->tenant = &tenant;
-  session->name = name;
+  session->name = ask.name;
   session->backend = std::move(backend);
   ServerOptions options = server_options;
   options.stateless_only = kind == SessionKind::kStateless;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
-  session->server = std::make_unique<Server>(session->transport, *session->backend.backend,
-                                             tenant.limits.value_or(limits), options,
-                                             tenant.guard != nullptr ? tenant.guard : guard);
+  Limits own = tenant.limits.value_or(limits);
+  if (const auto ceiling = session->backend.max_timeout_s) {
+    // The runtime's ceiling; a tenant's own limits hold it below theirs.
+    own.max_timeout_s = tenant.limits ? std::min(own.max_timeout_s, *ceiling) : *ceiling;
+  }
+  const permissions::Guard* rules = session->backend.guard != nullptr ? session->backend.guard
+                                    : tenant.guard != nullptr         ? tenant.guard
+                                                                      : guard;
+  session->server =
+      std::make_unique<Server>(session->transport, *session->backend.backend, own, options, rules);
   return session;
 }
 

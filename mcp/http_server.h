@@ -37,6 +37,8 @@ struct Tenant {
   const permissions::Guard* guard = nullptr;  // its rules; null: the server's
   std::optional<Limits> limits;               // its limits; none: the server's
   std::string workspace_root;                 // for the session factory; "": the server's
+  // The runtimes it may use (see kRuntimeMeta), for the session factory; none: every one.
+  std::optional<std::vector<std::string>> runtimes;
 };
 
 // The stored workspaces of named sessions, which /api/ serves to their tenant (see
@@ -81,18 +83,32 @@ struct SessionBackend {
   Backend* backend = nullptr;
   std::shared_ptr<void> owner;
   std::string instructions;  // for this session's initialize, when it differs from the rest
+  // Its rules, when they are not its tenant's (a runtime's network rules); kept by the factory.
+  const permissions::Guard* guard = nullptr;
+  // Its runtime's ceiling of a call's timeout_s, if it has one.
+  std::optional<int64_t> max_timeout_s;
 };
-// Makes the backend of a new session of `tenant`; `name`, when not empty, is the name the
-// client gave it (see kSessionNameMeta), under which a later session of the same tenant finds
-// the same backend again.
+// What a client asks of a new session.
+struct SessionAsk {
+  // The name the client gave it (see kSessionNameMeta), under which a later session of the
+  // same tenant finds the same backend again; "": none.
+  std::string name;
+  std::string runtime;  // the runtime it asks for (see kRuntimeMeta); "": the default
+};
+// Makes the backend of a new session of `tenant`. An error InvalidArgument is the client's to
+// mend (a runtime unknown or not its tenant's) and is answered 400 with its message.
 using SessionFactory =
-    std::function<Result<SessionBackend>(const Tenant& tenant, const std::string& name)>;
+    std::function<Result<SessionBackend>(const Tenant& tenant, const SessionAsk& ask)>;
 
 // Where a client names its session: the `_meta` key of its initialize request, or the header
 // for clients that cannot set `_meta`.
 inline constexpr const char* kSessionNameMeta = "io.backyard/session";
 inline constexpr const char* kSessionNameHeader = "Backyard-Session";
-// A session name is a plainName() (common/text.h).
+// Where it asks for a runtime: the `_meta` key of its initialize request, or the query
+// parameter of the endpoint's URL (/mcp?runtime=NAME, /sse?runtime=NAME).
+inline constexpr const char* kRuntimeMeta = "io.backyard/runtime";
+inline constexpr const char* kRuntimeParameter = "runtime";
+// Session and runtime names are plainName()s (common/text.h).
 
 class HttpServer {
  public:

@@ -110,17 +110,18 @@ struct HttpServer::Impl {
   // The session a request names; null with the response filled in when it does not (or when
   // it is another tenant's: unknown to this one).
   std::shared_ptr<Session> sessionOf(const httplib::Request& req, httplib::Response& res);
-  // A session of `tenant`; `name`: the one its client gave it, or "".
-  Result<std::shared_ptr<Session>> newSession(const Tenant& tenant, const std::string& name);
-  // The name a request gives its new session (its initialize `_meta`, else the header); false
-  // with the response filled in when the name is not one.
-  static bool sessionName(const httplib::Request& req, const json* initialize, std::string* name,
-                          httplib::Response& res);
+  // A session of `tenant`, as its client asks.
+  Result<std::shared_ptr<Session>> newSession(const Tenant& tenant, const SessionAsk& ask);
+  // What a request asks of its new session: its name (its initialize `_meta`, else the header)
+  // and runtime (`_meta`, else the URL's parameter); false with the response filled in when
+  // either is not a name.
+  static bool sessionAsk(const httplib::Request& req, const json* initialize, SessionAsk* ask,
+                         httplib::Response& res);
   // A backend from the factory and a dispatcher on it; `stateless`: for requests of the
   // stateless revision only.
   enum class SessionKind { kSession, kStateless };
   Result<std::shared_ptr<Session>> makeSession(SessionKind kind, const Tenant& tenant,
-                                               const std::string& name = "");
+                                               const SessionAsk& ask = {});
   // The session with this id when it is `tenant`'s, or null.
   std::shared_ptr<Session> find(const std::string& id, const Tenant* tenant) const;
   void endStateless();

@@ -70,13 +70,7 @@ Result<ToolOutput> runExecute(const json& args, ToolContext& ctx) {
     }
   }
   BYD_ASSIGN_OR_RETURN(req.cwd, ctx.backend.normalize(argString(args, "cwd", ".")));
-  if (ctx.progress) {
-    req.on_progress = [&ctx, start = std::chrono::steady_clock::now()](std::string_view line) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      ctx.progress(std::floor(elapsed), std::string(line));
-    };
-  }
+  req.on_progress = lineProgress(ctx);
   Executor* executor = ctx.backend.executor();
   if (executor == nullptr) {  // the server does not offer the tool then; a direct caller learns why
     return failedPrecondition("the " + std::string(ctx.backend.kind()) +

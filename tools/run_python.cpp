@@ -76,6 +76,7 @@ Result<ToolOutput> runRunPython(const json& args, ToolContext& ctx) {
   BYD_ASSIGN_OR_RETURN(const int64_t timeout_s, argTimeout(args, 30, ctx.limits));
   req.timeout = std::chrono::seconds(timeout_s);
   req.max_output = ctx.limits.max_output_bytes;
+  req.on_progress = lineProgress(ctx);
   Executor* executor = ctx.backend.executor();
   if (executor == nullptr) {  // the server does not offer the tool then; a direct caller learns why
     return failedPrecondition("the " + std::string(ctx.backend.kind()) + " backend runs no Python");

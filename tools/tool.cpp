@@ -1,6 +1,8 @@
 #include "tools/tool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <limits>
 
 namespace byd {
@@ -42,6 +44,15 @@ bool argBool(const json& args, std::string_view key, bool fallback) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_boolean()) return fallback;
   return it->get<bool>();
+}
+
+std::function<void(std::string_view line)> lineProgress(ToolContext& ctx) {
+  if (!ctx.progress) return nullptr;
+  return [&ctx, start = std::chrono::steady_clock::now()](std::string_view line) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ctx.progress(std::floor(elapsed), std::string(line));
+  };
 }
 
 std::string hiddenNote(const ToolContext& ctx, json& structured) {

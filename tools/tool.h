@@ -45,6 +45,10 @@ struct ToolContext {
   bool structured = true;
 };
 
+// A backend's progress lines (ExecRequest::on_progress) as the call's progress: the seconds
+// since now, and the line. Empty when the client did not ask for progress.
+std::function<void(std::string_view line)> lineProgress(ToolContext& ctx);
+
 // The note listings add when the permission rules hid entries ("" when none were).
 std::string hiddenNote(const ToolContext& ctx, json& structured);
 

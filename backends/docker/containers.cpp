@@ -43,20 +43,7 @@ using docker::kProxyDir;
 using docker::kProxyPort;
 using docker::kProxySocket;
 using docker::kRoot;
-
-std::string urlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+using docker::urlEncode;
 
 // Podman's API (4.x) reads "seccomp=" as the path of a profile on its own machine, where
 // Docker's takes the profile itself. The file lives in a directory of this process's own,
@@ -395,6 +382,21 @@ Result<std::string> DockerBackend::ensureContainer() {
   if (!options_.container_name.empty()) {
     auto existing =
         client_.request("GET", "/containers/" + urlEncode(options_.container_name) + "/json");
+    const std::string made_from =
+        existing.ok() ? (*existing)["Config"].value("Image", std::string()) : std::string();
+    if (existing.ok() && options_.stop_kept && made_from != options_.image) {
+      // A session kept by this server now runs another runtime: its files and HOME stay, its
+      // container is made again from the new image.
+      spdlog::info(
+          "docker: container {} was made from {}, the session now runs {}: making it again",
+          options_.container_name, made_from, options_.image);
+      BYD_RETURN_IF_ERROR(
+          client_
+              .request("DELETE",
+                       "/containers/" + urlEncode(options_.container_name) + "?force=true&v=true")
+              .status());
+      existing = Status(Code::kNotFound, "removed");
+    }
     if (existing.ok()) {
       container_ = existing->value("Id", "");
       runtime_ = (*existing)["HostConfig"].value("Runtime", "runc");

@@ -665,6 +665,23 @@ Result<DockerBackend::ExecOutcome> DockerBackend::runCommand(const CommandSpec& 
   }
 }
 
+Status DockerBackend::ensureImage(const std::function<void(std::string_view)>& progress,
+                                  const CancelToken& cancel) {
+  if (!options_.recipe || image_ready_.load()) return okStatus();
+  std::function<void(std::string_view)> paced;
+  if (progress) {
+    paced = [&progress, last = Clock::time_point()](std::string_view line) mutable {
+      const auto now = Clock::now();
+      if (now - last < std::chrono::seconds(1)) return;
+      last = now;
+      progress(line);
+    };
+  }
+  BYD_RETURN_IF_ERROR(docker::ensureImage(client_, *options_.recipe, paced, cancel));
+  image_ready_ = true;
+  return okStatus();
+}
+
 Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const CancelToken& cancel) {
   const auto start = Clock::now();
   if (!request.cwd.empty()) {
@@ -673,6 +690,7 @@ Result<ExecResult> DockerBackend::execute(const ExecRequest& request, const Canc
       return invalidArgument("cwd '" + request.cwd + "' is not a directory");
     }
   }
+  BYD_RETURN_IF_ERROR(ensureImage(request.on_progress, cancel));
   CommandSpec spec;
   spec.argv = {"/bin/sh", "-c", request.command};
   spec.enter = {"--filter", std::string(kKernelDir) + "/seccomp.bpf"};
@@ -777,6 +795,7 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what)
 
 Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
                                               const CancelToken& cancel) {
+  BYD_RETURN_IF_ERROR(ensureImage(request.on_progress, cancel));
   std::shared_ptr<PythonSessions> sessions;
   {
     std::lock_guard lock(mu_);

@@ -26,6 +26,7 @@
 #include "backends/backend.h"
 #include "backends/docker/container_runner.h"
 #include "backends/docker/docker_client.h"
+#include "backends/docker/runtime_image.h"
 #include "backends/egress/network_policy.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/package_installer.h"
@@ -41,6 +42,9 @@ inline constexpr std::string_view kContainerHome = "/home/sandbox";
 struct DockerOptions {
   std::string host;  // DOCKER_HOST syntax; empty: unix:///var/run/docker.sock
   std::string image = "python:3.12-slim";
+  // Set for a runtime built on demand: `image` is its tag, built (once, and streaming its
+  // progress) before the first container is made.
+  std::optional<docker::ImageRecipe> recipe;
   std::string runtime = "auto";  // auto (runsc when the engine has it), runc, runsc
   std::string network = "none";
   bool write_sync = false;  // the file tools fsync what they write (LocalBackend::setWriteSync)
@@ -150,6 +154,10 @@ class DockerBackend : public Backend, public Executor {
                 std::string workspace);
   // The first command container, created and started if need be.
   Result<std::string> ensureContainer();
+  // The image of a runtime built on demand (DockerOptions::recipe), built if missing, with
+  // each line of the build given to `progress`, at most one a second.
+  Status ensureImage(const std::function<void(std::string_view)>& progress,
+                     const CancelToken& cancel);
   // A new container; kNamed gives it --container-name (only the first command container).
   // `share`: how many sessions' limits it holds (memory, processes, /tmp and CPUs, the last
   // up to the engine's): a kernel's forks share it.
@@ -184,6 +192,7 @@ class DockerBackend : public Backend, public Executor {
   // limits and whose every process is held to --memory (RLIMIT_AS), as a session's kernel.
   enum class KernelFor { kOne, kSessions };
   Result<std::unique_ptr<PythonKernel>> startKernel(KernelFor what = KernelFor::kOne);
+  std::atomic<bool> image_ready_{false};
   // The engine's CPUs (asked once; 0: not known).
   Result<int> engineCpus();
   // The byd-enter arguments that mask the workspace for `view` (none without rules).

@@ -12,11 +12,6 @@
 namespace byd::docker {
 namespace {
 
-size_t appendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
 using Handle = std::unique_ptr<CURL, void (*)(CURL*)>;
 
 Handle newHandle(const CurlApi& c, const Endpoint& endpoint, const std::string& path) {
@@ -112,10 +107,42 @@ Result<Endpoint> parseHost(std::string_view host) {
   return invalidArgument("docker host " + e.text + ": expected unix:///PATH or tcp://HOST:PORT");
 }
 
-Result<Reply> Client::call(std::string_view method, const std::string& path, std::string_view body,
-                           std::string_view content_type, std::chrono::milliseconds timeout) const {
+namespace {
+
+// What a streaming reply's body goes to: the sink once the status is 2xx, else kept for the
+// error.
+struct StreamState {
+  CURL* curl = nullptr;
+  const CurlApi* api = nullptr;
+  const std::function<bool(std::string_view)>* sink = nullptr;
+  std::string* body = nullptr;  // non-2xx replies (and call()'s every reply)
+  bool stopped = false;
+};
+
+size_t streamBody(char* data, size_t size, size_t n, void* out) {
+  auto* st = static_cast<StreamState*>(out);
+  long status = 0;
+  st->api->easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (st->sink == nullptr || status < 200 || status >= 300) {
+    st->body->append(data, size * n);
+    return size * n;
+  }
+  if (!(*st->sink)(std::string_view(data, size * n))) {
+    st->stopped = true;
+    return 0;  // libcurl ends the transfer
+  }
+  return size * n;
+}
+
+}  // namespace
+
+// One request; the body goes to `sink` (when set and the status is 2xx) or into `reply.body`.
+static Result<Reply> perform(const Endpoint& endpoint, std::string_view method,
+                             const std::string& path, std::string_view body,
+                             std::string_view content_type, std::chrono::milliseconds timeout,
+                             const std::function<bool(std::string_view)>* sink) {
   BYD_ASSIGN_OR_RETURN(const CurlApi* c, curlApi());
-  Handle curl = newHandle(*c, endpoint_, path);
+  Handle curl = newHandle(*c, endpoint, path);
   if (!curl) return internalError("cannot make a libcurl handle");
   Reply reply;
   const std::string verb(method);
@@ -129,31 +156,50 @@ Result<Reply> Client::call(std::string_view method, const std::string& path, std
     c->easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
     c->easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   }
-  c->easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, appendBody);
-  c->easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
+  StreamState state{curl.get(), c, sink, &reply.body};
+  c->easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, streamBody);
+  c->easy_setopt(curl.get(), CURLOPT_WRITEDATA, &state);
   c->easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   const CURLcode rc = c->easy_perform(curl.get());
+  if (state.stopped) return Status(Code::kCancelled, verb + " " + path + " stopped");
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     return Status(Code::kDeadlineExceeded, "the Docker engine did not answer " + verb + " " + path +
                                                " within " + std::to_string(timeout.count() / 1000) +
                                                " s");
   }
-  if (rc != CURLE_OK) return unreachable(endpoint_, c->easy_strerror(rc));
+  if (rc != CURLE_OK) return unreachable(endpoint, c->easy_strerror(rc));
   c->easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
   return reply;
+}
+
+Result<Reply> Client::call(std::string_view method, const std::string& path, std::string_view body,
+                           std::string_view content_type, std::chrono::milliseconds timeout) const {
+  return perform(endpoint_, method, path, body, content_type, timeout, nullptr);
+}
+
+// A reply's status as request() judges it.
+static Status judged(std::string_view method, const std::string& path, const Reply& reply) {
+  if (reply.status >= 200 && reply.status < 300) return okStatus();
+  const std::string what =
+      std::string(method) + " " + path.substr(0, path.find('?')) + ": " + engineMessage(reply);
+  if (reply.status == 404) return Status(Code::kNotFound, what);
+  if (reply.status == 409) return Status(Code::kAlreadyExists, what);
+  return failedPrecondition("the Docker engine refused " + what);
+}
+
+Status Client::stream(std::string_view method, const std::string& path, std::string_view body,
+                      std::string_view content_type, std::chrono::milliseconds timeout,
+                      const std::function<bool(std::string_view)>& sink) const {
+  BYD_ASSIGN_OR_RETURN(Reply reply,
+                       perform(endpoint_, method, path, body, content_type, timeout, &sink));
+  return judged(method, path, reply);
 }
 
 Result<json> Client::request(std::string_view method, const std::string& path, const json& body,
                              std::chrono::milliseconds timeout) const {
   BYD_ASSIGN_OR_RETURN(Reply reply, call(method, path, body.is_null() ? std::string() : body.dump(),
                                          "application/json", timeout));
-  if (reply.status < 200 || reply.status >= 300) {
-    const std::string what =
-        std::string(method) + " " + path.substr(0, path.find('?')) + ": " + engineMessage(reply);
-    if (reply.status == 404) return Status(Code::kNotFound, what);
-    if (reply.status == 409) return Status(Code::kAlreadyExists, what);
-    return failedPrecondition("the Docker engine refused " + what);
-  }
+  BYD_RETURN_IF_ERROR(judged(method, path, reply));
   if (reply.body.empty()) return json();
   json doc = json::parse(reply.body, nullptr, false);
   if (doc.is_discarded()) {
@@ -210,6 +256,20 @@ Result<std::unique_ptr<Hijacked>> Client::startExec(const std::string& exec_id) 
     return failedPrecondition("the Docker engine refused exec start: " + status_line);
   }
   return std::unique_ptr<Hijacked>(new CurlHijacked(std::move(curl), fd));
+}
+
+std::string urlEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 Result<std::string> makeTar(const std::vector<TarEntry>& entries) {

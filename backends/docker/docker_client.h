@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,12 @@ class Client {
   Result<Reply> call(std::string_view method, const std::string& path, std::string_view body = {},
                      std::string_view content_type = "application/json",
                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;
+  // Like call(), but a 2xx reply's body goes to `sink` as it arrives (`sink` returns false to
+  // stop: then Cancelled); any other reply is an error with the engine's message, as request()
+  // makes it.
+  Status stream(std::string_view method, const std::string& path, std::string_view body,
+                std::string_view content_type, std::chrono::milliseconds timeout,
+                const std::function<bool(std::string_view)>& sink) const;
   // A JSON request whose reply must have a 2xx status; other statuses become errors with the
   // engine's message (404 NotFound, 409 AlreadyExists, others FailedPrecondition). The reply's
   // JSON, or null for an empty body.
@@ -89,6 +96,9 @@ class StreamDemuxer {
  private:
   std::string buf_;
 };
+
+// `s` for a URL's path or query: all but letters, digits and -_.~/ percent-encoded.
+std::string urlEncode(std::string_view s);
 
 // A tar archive (for PUT /containers/{id}/archive) of regular files, made with libarchive.
 struct TarEntry {

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   options.catalog = byd::conformance::fixtureCatalog();
   // The fixtures need no files; each session still gets a backend of its own (in memory).
   byd::mcp::SessionFactory factory =
-      [](const byd::mcp::Tenant&, const std::string&) -> byd::Result<byd::mcp::SessionBackend> {
+      [](const byd::mcp::Tenant&,
+         const byd::mcp::SessionAsk&) -> byd::Result<byd::mcp::SessionBackend> {
     auto backend = std::make_shared<byd::StateBackend>();
     return byd::mcp::SessionBackend{backend.get(), backend, ""};
   };

@@ -245,6 +245,52 @@ class TenantsTest(unittest.TestCase):
         message = self.start_fails(self.tenants(), "--token-file", token)
         self.assertIn("give it or --token-file, not both", message)
 
+    def test_runtime_mistakes_are_refused_at_start(self):
+        """The runtimes file's mistakes (and a tenant's runtimes), each named; read from
+        BACKYARD_RUNTIMES as from --runtimes. Nothing here reaches an engine."""
+        base = {"base_image": "debian:bookworm"}
+        cases = [
+            ("[]", "must be a JSON object with one key per runtime"),
+            ({"a b": {"image": "x"}}, "the runtime name 'a b' must be 1 to 64 letters"),
+            ({"py": {"image": "x", "base_image": "y"}}, "runtime 'py': give either \"image\""),
+            ({"py": {}}, "runtime 'py': give either \"image\""),
+            ({"py": {"image": "x", "packages": {"apt": ["jq"]}}},
+             "\"packages\", \"pip_index_url\" and \"npm_registry\" go with \"base_image\""),
+            ({"py": {**base, "packages": {"apt": ["jq; rm -rf /"]}}},
+             "runtime 'py': packages.apt: apt package 'jq; rm -rf /': the character ';'"),
+            ({"py": {**base, "packages": {"cargo": ["x"]}}},
+             "packages: unknown key 'cargo' (known: apt, pip, npm)"),
+            ({"py": {**base, "pip_index_url": "http://x/ $(id)"}}, "pip_index_url"),
+            ({"py": {**base, "limits": {"memory": 1}}},
+             "limits: unknown key 'memory' (known: container_memory, cpus, pids, max_timeout_s)"),
+            ({"py": {**base, "limits": {"cpus": 0}}}, "runtime 'py': limits.cpus"),
+            ({"py": {**base, "network": {"default": "sometimes"}}}, "runtime 'py': network"),
+            ({"py": {**base, "colour": "red"}}, "runtime 'py': unknown key 'colour'"),
+        ]
+        for doc, expected in cases:
+            with self.subTest(expected=expected):
+                path = self.tokens_file(doc, name="runtimes.json")
+                for how in ("flag", "environment"):
+                    args = ["--backend", "docker", "--workspace-root", self.spaces]
+                    env = dict(os.environ)
+                    if how == "flag":
+                        args += ["--runtimes", path]
+                    else:
+                        env["BACKYARD_RUNTIMES"] = path
+                    message = self.start_fails({BOB: {"name": "bob"}}, *args, env=env)
+                    self.assertIn(expected, message)
+        # Runtimes are the Docker backend's.
+        path = self.tokens_file({"py": {"image": "x"}}, name="runtimes.json")
+        message = self.start_fails({BOB: {"name": "bob"}}, "--runtimes", path)
+        self.assertIn("runtimes are images of the Docker backend: they need --backend docker",
+                      message)
+        # A tenant's runtimes must be the server's.
+        message = self.start_fails({BOB: {"name": "bob", "runtimes": ["py", "nosuch"]}},
+                                   "--backend", "docker", "--workspace-root", self.spaces,
+                                   "--runtimes", path)
+        self.assertIn("tenant 1 ('bob'): runtimes: \"nosuch\" is not a runtime of --runtimes "
+                      "(py)", message)
+
     def test_one_token_is_one_tenant(self):
         token = os.path.join(self.tmp.name, "token")
         with open(token, "w") as f:
