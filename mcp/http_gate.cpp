@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -50,6 +52,27 @@ void addressOf(const sockaddr_storage& addr, std::string& ip, int& port) {
   ip = text;
 }
 
+// An answer's head (status line and headers, ending "\r\n\r\n") that says the connection
+// ends: its Connection and Keep-Alive headers replaced by "Connection: close".
+std::string closingHead(std::string_view head) {
+  std::string out;
+  size_t at = 0;
+  while (at < head.size()) {
+    size_t end = head.find("\r\n", at);
+    if (end == std::string_view::npos) end = head.size();
+    const std::string_view line = head.substr(at, end - at);
+    at = end + 2;
+    if (line.empty()) break;
+    const auto named = [&](std::string_view name) {
+      return line.size() > name.size() && line[name.size()] == ':' &&
+             strncasecmp(line.data(), name.data(), name.size()) == 0;
+    };
+    if (named("Connection") || named("Keep-Alive")) continue;
+    out.append(line).append("\r\n");
+  }
+  return out + "Connection: close\r\n\r\n";
+}
+
 // One connection as httplib reads and writes it. Reads wait no later than the deadline of the
 // request being read: a client cannot stretch a request by sending it slowly.
 class GateStream : public httplib::Stream {
@@ -64,7 +87,9 @@ class GateStream : public httplib::Stream {
   bool expired() const { return expired_; }
   // The status of the answer to the current request (0 before it is written). After an error
   // the connection ends: a request refused before its body was read (a bad Host, no token)
-  // leaves that body in the stream, where it would be read as the next request.
+  // leaves that body in the stream, where it would be read as the next request. The answer
+  // says so (Connection: close), so that no client sends its next request on the connection
+  // while it closes.
   int status() const { return status_; }
 
   bool is_readable() const override { return buffered() > 0 || waitFor(sock_, POLLIN, deadline_); }
@@ -93,6 +118,13 @@ class GateStream : public httplib::Stream {
   ssize_t write(const char* ptr, size_t size) override {
     if (status_ == 0 && size >= 12 && memcmp(ptr, "HTTP/1.", 7) == 0) {
       status_ = atoi(std::string(ptr + 9, 3).c_str());
+      const std::string_view written(ptr, size);
+      const size_t end = written.find("\r\n\r\n");
+      if (status_ >= 400 && end != std::string_view::npos) {
+        const std::string head = closingHead(written.substr(0, end + 4));
+        if (!sendAll(head) || !sendAll(written.substr(end + 4))) return -1;
+        return static_cast<ssize_t>(size);
+      }
     }
     if (!is_writable()) return -1;
     ssize_t n;
@@ -119,6 +151,17 @@ class GateStream : public httplib::Stream {
 
  private:
   size_t buffered() const { return end_ - begin_; }
+  // All of `data`, waiting for room up to the write timeout each time.
+  bool sendAll(std::string_view data) {
+    while (!data.empty()) {
+      if (!is_writable()) return false;
+      const ssize_t n = ::send(sock_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
 
   const int sock_;
   const std::chrono::seconds write_timeout_;

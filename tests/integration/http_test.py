@@ -81,6 +81,18 @@ class Server:
         return code
 
 
+def read_to_end(sock):
+    """Everything `sock` receives until the server closes it; then closes it."""
+    answer = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    sock.close()
+    return answer
+
+
 def sse_messages(payload):
     return [json.loads(line[len("data: "):]) for line in payload.decode().splitlines()
             if line.startswith("data: ") and line[len("data: "):].strip()]
@@ -739,15 +751,44 @@ class HttpLimits(unittest.TestCase):
             s = socket.create_connection(("127.0.0.1", server.port))
             s.sendall(bad + good)
             s.settimeout(10)
-            answer = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                answer += chunk
-            s.close()
+            answer = read_to_end(s)
             self.assertTrue(answer.startswith(b"HTTP/1.1 403"), answer[:200])
             self.assertNotIn(b"400", answer)
+            self.assertEqual(server.request("GET", "/healthz")[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_an_answer_before_the_connection_ends_says_so(self):
+        # An error answer ends its connection, and says so: a client that took it for kept
+        # alive would send its next request into a closing socket and see it dropped.
+        import socket
+        server = Server(self.tmp.name)
+        try:
+            host = f"Host: 127.0.0.1:{server.port}\r\n"
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+            s = socket.create_connection(("127.0.0.1", server.port))
+            s.settimeout(10)
+            # A kept-alive success first: it says nothing of closing, and the connection stays.
+            s.sendall(f"GET /healthz HTTP/1.1\r\n{host}\r\n".encode())
+            ok = s.recv(65536)
+            head = ok.split(b"\r\n\r\n")[0].lower()
+            self.assertTrue(ok.startswith(b"HTTP/1.1 200"), ok[:200])
+            self.assertIn(b"keep-alive: timeout=", head)
+            self.assertNotIn(b"connection: close", head)
+            # Then an error (no session): Connection: close, no Keep-Alive, and the end.
+            s.sendall((f"POST /mcp HTTP/1.1\r\n{host}Content-Type: application/json\r\n"
+                       f"Accept: application/json, text/event-stream\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            answer = read_to_end(s)
+            head, _, rest = answer.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 4"), answer[:300])
+            lines = head.lower().split(b"\r\n")
+            self.assertIn(b"connection: close", lines)
+            self.assertFalse([line for line in lines if line.startswith(b"keep-alive")], head)
+            length = [int(line.split(b":")[1]) for line in lines
+                      if line.startswith(b"content-length")]
+            self.assertEqual(length, [len(rest)])
+            self.assertIn(b"jsonrpc", rest)
             self.assertEqual(server.request("GET", "/healthz")[0], 200)
         finally:
             self.assertEqual(server.stop(), 0)
