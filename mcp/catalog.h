@@ -54,6 +54,14 @@ class Peer {
   // streams, where nothing happens.
   virtual bool closeStream() = 0;
   virtual const CancelToken& cancel() const = 0;
+  // The rest of the call as a task (the tasks extension): when the client declared the
+  // extension, `work` runs on a thread of its own with a peer of the task, and this returns
+  // the CreateTaskResult to answer at once; otherwise `work` runs now, with this peer. For a
+  // tool whose definition says so (CatalogTool::starts_task), after the questions it asks
+  // before the task begins.
+  virtual Result<json> asTask(const std::function<Result<json>(Peer&)>& work) {
+    return work(*this);
+  }
 
  private:
   int asked_ = 0;
@@ -66,6 +74,10 @@ struct CatalogTool {
   // Returns a CallToolResult ({"content": [...]}, isError...). A failed Status becomes a
   // JSON-RPC error; a tool-level failure belongs in the result with isError.
   std::function<Result<json>(const json& arguments, Peer& peer)> call;
+  // With the tasks extension, a tool whose definition's execution.taskSupport is "optional"
+  // or "required" runs as a task from its start; one that `starts_task` runs as a request
+  // until it calls Peer::asTask.
+  bool starts_task = false;
 };
 
 struct Resource {

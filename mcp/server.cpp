@@ -64,6 +64,18 @@ const char* capabilityFor(std::string_view method) {
   return nullptr;
 }
 
+Status checkQuestions(const json& questions, const std::function<bool(const char*)>& has,
+                      const std::function<bool(const std::string&, const std::string&)>& answered) {
+  if (!questions.is_object()) return invalidArgument("questions must be an object");
+  for (const auto& [key, q] : questions.items()) {
+    const std::string method = q.value("method", "");
+    const char* capability = capabilityFor(method);
+    if (capability == nullptr) return invalidArgument("cannot ask the client " + method);
+    if (!has(capability) && !answered(key, method)) return missingCapability(capability, method);
+  }
+  return okStatus();
+}
+
 Status missingCapability(std::string_view capability, std::string_view method) {
   return failedPrecondition("the client did not declare the capability " + std::string(capability) +
                             " that " + std::string(method) + " needs")
@@ -107,6 +119,7 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
 
 Server::~Server() {
   cancelAll();
+  tasks_.stopAll();
   drain();
 }
 
@@ -130,6 +143,10 @@ void Server::bindMethods() {
   bind("tools/list", parseList, &Server::onListTools, false, true);
   bind("tools/call", parseCallTool, &Server::onCallTool, false, true, /*pooled=*/true);
   bind("logging/setLevel", parseSetLevel, &Server::onSetLevel, false, false);
+  // The tasks extension (server_tasks.cpp).
+  bind("tasks/get", parseAnyParams, &Server::onTaskGet, false, true);
+  bind("tasks/update", parseAnyParams, &Server::onTaskUpdate, false, true);
+  bind("tasks/cancel", parseAnyParams, &Server::onTaskCancel, false, true);
   // subscriptions/listen is served apart (startListen): its stream stays open.
   const Catalog* catalog = options_.catalog.get();
   if (catalog == nullptr) return;
@@ -162,8 +179,13 @@ json Server::errorFor(const json& id, const Status& status, const Caller& caller
     return makeError(id, rpc::kInvalidParams, message, {{"uri", *uri}});
   }
   if (auto capability = status.detail(kCapabilityDetail); capability && caller.stateless) {
+    // An extension ("extensions/NAME") is named inside the capabilities' "extensions".
+    json required = {{*capability, json::object()}};
+    if (capability->starts_with("extensions/")) {
+      required = {{"extensions", {{capability->substr(11), json::object()}}}};
+    }
     return makeError(id, stateless::kMissingCapability, message,
-                     {{"requiredCapabilities", {{*capability, json::object()}}}});
+                     {{"requiredCapabilities", std::move(required)}});
   }
   return errorFromStatus(id, status);
 }
@@ -450,7 +472,9 @@ Result<json> Server::onDiscover(const json&, const Caller&) {
   json versions = json::array();
   for (std::string_view v : kProtocolVersions) versions.push_back(v);
   versions.push_back(stateless::kVersion);
-  json result = {{"supportedVersions", std::move(versions)}, {"capabilities", capabilities()}};
+  json caps = capabilities();
+  caps["extensions"][std::string(kTasksExtension)] = json::object();
+  json result = {{"supportedVersions", std::move(versions)}, {"capabilities", std::move(caps)}};
   if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
   return result;
 }

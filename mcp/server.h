@@ -23,6 +23,7 @@
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
 #include "mcp/stateless.h"
+#include "mcp/tasks.h"
 #include "mcp/transport.h"
 #include "permissions/denied_files.h"
 #include "permissions/guard.h"
@@ -110,6 +111,7 @@ class Server : public MessageHandler {
  private:
   struct Batch;
   class CallPeer;
+  class TaskPeer;
   struct Listener;
   // Where one message's answer goes: straight to the transport, or into a batch.
   using Sink = std::shared_ptr<Batch>;
@@ -161,7 +163,17 @@ class Server : public MessageHandler {
   Result<json> onGetPrompt(const GetPromptParams& p, const Caller& caller);
   Result<json> onComplete(const CompleteParams& p, const Caller& caller);
   Result<json> onCallTool(const CallToolParams& p, const Caller& caller);
-  Result<json> runToolCall(const CallToolParams& p, const Caller& caller);
+  // `task`: the peer of the task the call runs as, if it does.
+  Result<json> runToolCall(const CallToolParams& p, const Caller& caller, Peer* task = nullptr);
+  // The tasks extension: whether `caller` declared it; a tool's execution.taskSupport
+  // ("forbidden", "optional", "required"); `work` started as a task, its CreateTaskResult.
+  static bool tasksDeclared(const Caller& caller);
+  std::string taskSupport(const std::string& tool) const;
+  json startTask(const Caller& caller, const std::string& name,
+                 std::function<Result<json>(Peer&)> work);
+  Result<json> onTaskGet(const json& p, const Caller& caller);
+  Result<json> onTaskUpdate(const json& p, const Caller& caller);
+  Result<json> onTaskCancel(const json& p, const Caller& caller);
   // Runs a catalog handler with a peer; for stateless requests turns open questions into an
   // InputRequiredResult and checks the requestState of a retry.
   // `arguments` bind a requestState to the request it was issued for.
@@ -202,6 +214,7 @@ class Server : public MessageHandler {
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel
+  TaskStore tasks_;                       // before the pool: its threads end second
   WorkerPool pool_;                       // last member: destroyed (joined) first
 };
 

@@ -31,6 +31,11 @@ Result<json> page(std::vector<json> items, const std::optional<std::string>& cur
 json toolForVersion(json tool, const std::string& version);
 // The capability a client must have declared to be asked `method`.
 const char* capabilityFor(std::string_view method);
+// Checks the questions a peer is to ask ({key: {method, params}}): each of a method a client
+// can be asked, whose capability the client has (`has`) or whose answer is already there
+// (`answered`, with the key and method).
+Status checkQuestions(const json& questions, const std::function<bool(const char*)>& has,
+                      const std::function<bool(const std::string&, const std::string&)>& answered);
 
 // Details of a Status that errorFor() turns into an error's data.
 inline constexpr const char* kCapabilityDetail = "capability";  // the client capability missing

@@ -40,15 +40,11 @@ class Server::CallPeer : public Peer {
     server_.logToClient(index, data, caller_, name_);
   }
   Result<json> askAll(const json& questions) override {
-    if (!questions.is_object()) return invalidArgument("questions must be an object");
-    for (const auto& [key, q] : questions.items()) {
-      const std::string method = q.value("method", "");
-      const char* capability = capabilityFor(method);
-      if (capability == nullptr) return invalidArgument("cannot ask the client " + method);
-      if (!caller_.has(capability) && !(caller_.stateless && answered(key, method))) {
-        return missingCapability(capability, method);
-      }
-    }
+    BYD_RETURN_IF_ERROR(checkQuestions(
+        questions, [&](const char* capability) { return caller_.has(capability); },
+        [&](const std::string& key, const std::string& method) {
+          return caller_.stateless && answered(key, method);
+        }));
     json answers = json::object();
     if (!caller_.stateless) {
       for (const auto& [key, q] : questions.items()) {
@@ -77,6 +73,10 @@ class Server::CallPeer : public Peer {
     return !caller_.stateless && server_.transport_.closeStream(idKey(id_));
   }
   const CancelToken& cancel() const override { return token_; }
+  Result<json> asTask(const std::function<Result<json>(Peer&)>& work) override {
+    if (!tasksDeclared(caller_)) return work(*this);
+    return server_.startTask(caller_, name_, work);
+  }
 
   // Questions still open (stateless), and the answers used so far.
   const json& open() const { return open_; }
@@ -109,6 +109,25 @@ const CatalogTool* Server::findCatalogTool(std::string_view name) const {
 
 Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
   const auto start = std::chrono::steady_clock::now();
+  // The tasks extension: a tool that can run as a task does when the client declared it; one
+  // that must cannot run for a client that did not.
+  const std::string support = taskSupport(p.name);
+  if (support == "required" && !tasksDeclared(caller)) {
+    return missingCapability("extensions/" + std::string(kTasksExtension), "tool " + p.name);
+  }
+  const CatalogTool* catalog_tool = findCatalogTool(p.name);
+  if (support != "forbidden" && tasksDeclared(caller) &&
+      !(catalog_tool != nullptr && catalog_tool->starts_task) &&
+      (catalog_tool != nullptr ||
+       (findTool(p.name) != nullptr && toolVisible(*findTool(p.name))))) {
+    CallToolParams detached = p;
+    detached.progress_token = nullptr;  // its request is answered at once
+    return startTask(caller, p.name, [this, detached, caller](Peer& peer) {
+      Caller own = caller;
+      own.cancel = peer.cancel();
+      return runToolCall(detached, own, &peer);
+    });
+  }
   Result<json> result = runToolCall(p, caller);
   const bool is_error = !result.ok() || !result->is_object() || result->value("isError", false);
   if (const int level = is_error ? 2 : 0; wantsLog(level, caller)) {
@@ -118,7 +137,7 @@ Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
   return result;
 }
 
-Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) {
+Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, Peer* task) {
   const CancelToken& token = caller.cancel;
   if (const CatalogTool* tool = findCatalogTool(p.name)) {
     // Bad arguments are the model's to fix, so they come back as a tool error, as for the
@@ -128,6 +147,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller) 
         return json{{"content", {{{"type", "text"}, {"text", s.message()}}}}, {"isError", true}};
       }
     }
+    if (task != nullptr) return tool->call(p.arguments, *task);
     return withPeer("tools/call", p.name, p.arguments, p.input, p.progress_token, caller,
                     [&](Peer& peer) { return tool->call(p.arguments, peer); });
   }
@@ -232,6 +252,11 @@ Result<json> Server::onListTools(const ListParams& p, const Caller& caller) {
                          {"openWorldHint", false}}}};
     // A tool that declares an outputSchema must answer structuredContent.
     if (!options_.structured_content) definition.erase("outputSchema");
+    // Those that may take long can run as tasks (the tasks extension).
+    if (const std::string support = taskSupport(std::string(spec.name));
+        support != "forbidden" && atLeast(version, "2025-11-25")) {
+      definition["execution"] = {{"taskSupport", support}};
+    }
     tools.push_back(toolForVersion(std::move(definition), version));
   }
   if (options_.catalog) {

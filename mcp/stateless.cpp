@@ -156,9 +156,11 @@ Status checkHeaders(const json& request, const HeaderLookup& header, const json&
                            "' does not match the method '" + method + "'");
   }
   const json params = request.value("params", json::object());
-  const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
-                           : method == "resources/read"                      ? "uri"
-                                                                             : nullptr;
+  const char* name_field =
+      method == "tools/call" || method == "prompts/get"                               ? "name"
+      : method == "resources/read"                                                    ? "uri"
+      : method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel" ? "taskId"
+                                                                                      : nullptr;
   if (name_field != nullptr) {
     auto name = header("Mcp-Name");
     if (!name) return invalidArgument("the Mcp-Name header is required for " + method);

@@ -199,6 +199,87 @@ std::vector<CatalogTool> statelessTools() {
   return list;
 }
 
+// A tool that runs as a task (the tasks extension) when its client declared the extension:
+// `support` is its execution.taskSupport.
+CatalogTool taskTool(const std::string& name, const std::string& description, json input_schema,
+                     const std::string& support,
+                     std::function<Result<json>(const json&, Peer&)> call) {
+  CatalogTool t = tool(name, description, std::move(input_schema), std::move(call));
+  t.definition["execution"] = {{"taskSupport", support}};
+  return t;
+}
+
+json confirmQuestion(const std::string& message) {
+  return {{"method", "elicitation/create"},
+          {"params",
+           {{"message", message},
+            {"requestedSchema",
+             {{"type", "object"},
+              {"properties", {{"confirm", {{"type", "boolean"}}}}},
+              {"required", {"confirm"}}}}}}};
+}
+
+// Fixtures of the tasks extension (io.modelcontextprotocol/tasks, 2026-07-28).
+std::vector<CatalogTool> taskTools() {
+  std::vector<CatalogTool> list;
+  list.push_back(tool("greet", "Greets by name, at once (never a task)",
+                      stringArgument("name", "Who"), [](const json& args, Peer&) -> Result<json> {
+                        return textResult("Hello, " + args.value("name", "") + "!");
+                      }));
+  list.push_back(taskTool(
+      "slow_compute", "Works for `seconds`, then reports its label",
+      {{"type", "object"},
+       {"properties", {{"seconds", {{"type", "number"}}}, {"label", {{"type", "string"}}}}},
+       {"required", {"seconds"}}},
+      "optional", [](const json& args, Peer& peer) -> Result<json> {
+        pause(peer,
+              std::chrono::milliseconds(static_cast<int64_t>(args.value("seconds", 0.0) * 1000)));
+        if (peer.cancel().cancelled()) return cancelled("cancelled");
+        return textResult("Computed " + args.value("label", std::string("")));
+      }));
+  list.push_back(taskTool("failing_job", "Fails as a tool after a second (a task only)",
+                          noArguments(), "required", [](const json&, Peer& peer) -> Result<json> {
+                            pause(peer, std::chrono::seconds(1));
+                            return json{{"content", {text("the job failed")}}, {"isError", true}};
+                          }));
+  list.push_back(taskTool("protocol_error_job", "Ends in an internal error", noArguments(),
+                          "optional", [](const json&, Peer& peer) -> Result<json> {
+                            pause(peer, std::chrono::milliseconds(200));
+                            return internalError("the job broke down");
+                          }));
+  list.push_back(taskTool(
+      "confirm_delete", "Asks for confirmation, then deletes (pretends to)",
+      stringArgument("filename", "The file"), "optional",
+      [](const json& args, Peer& peer) -> Result<json> {
+        const std::string file = args.value("filename", "");
+        BYD_ASSIGN_OR_RETURN(
+            json answers,
+            peer.askAll({{"confirm-1", confirmQuestion("Confirm deletion of " + file + "?")}}));
+        const bool yes = answers["confirm-1"].value("action", "") == "accept";
+        return textResult(yes ? "Deleted " + file : "Kept " + file);
+      }));
+  list.push_back(taskTool(
+      "multi_input", "Asks two questions at once", noArguments(), "optional",
+      [](const json&, Peer& peer) -> Result<json> {
+        BYD_ASSIGN_OR_RETURN(json answers, peer.askAll({{"first", confirmQuestion("First?")},
+                                                        {"second", confirmQuestion("Second?")}}));
+        return textResult("Answered: " + answers.dump());
+      }));
+  CatalogTool after = taskTool(
+      "test_tool_with_task", "Asks for a name, then greets it as a task", noArguments(), "required",
+      [](const json&, Peer& peer) -> Result<json> {
+        BYD_ASSIGN_OR_RETURN(json answer, peer.ask("elicitation/create",
+                                                   elicitName("What is your name?"), "user_name"));
+        const std::string name =
+            answer.value("content", json::object()).value("name", std::string("nobody"));
+        return peer.asTask(
+            [name](Peer&) -> Result<json> { return textResult("Hello, " + name + "!"); });
+      });
+  after.starts_task = true;
+  list.push_back(std::move(after));
+  return list;
+}
+
 std::vector<CatalogTool> tools() {
   std::vector<CatalogTool> list;
   list.push_back(tool("test_simple_text", "Returns one text block", noArguments(),
@@ -372,6 +453,7 @@ std::vector<CatalogTool> tools() {
         return textResult("Received: " + args.dump());
       }));
   for (CatalogTool& t : statelessTools()) list.push_back(std::move(t));
+  for (CatalogTool& t : taskTools()) list.push_back(std::move(t));
   return list;
 }
 

@@ -394,21 +394,140 @@ def stateless_headers(method, name=None, version="2026-07-28"):
     return h
 
 
+def start_class_server(cls, prefix, files=None):
+    """A server for a test class, in a temporary directory holding `files` ({name: text})."""
+    cls.tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    for name, text in (files or {}).items():
+        with open(os.path.join(cls.tmp.name, name), "w") as f:
+            f.write(text)
+    cls.server = Server(cls.tmp.name)
+
+
+def stop_class_server(cls):
+    code = cls.server.stop()
+    cls.tmp.cleanup()
+    assert code == 0, f"server exit code {code}"
+
+
+TASKS = {"io.modelcontextprotocol/clientCapabilities":
+         {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+class HttpTasks(unittest.TestCase):
+    """The tasks extension on the real server: execute and run_python run as tasks for a client
+    that declares it (stateless, or a session that declared it at initialize), are polled,
+    cancelled (the command's processes end) and collected from another connection."""
+
+    @classmethod
+    def setUpClass(cls):
+        start_class_server(cls, "byd-http-tasks-")
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_class_server(cls)
+
+    def rpc(self, method, params, name=None, sid=None, meta=TASKS):
+        body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": dict(params)}
+        if sid is None:
+            body["params"]["_meta"] = {**STATELESS_META, **meta}
+            headers = stateless_headers(method, name)
+        else:
+            headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        status, _, payload = self.server.request("POST", body=body, headers=headers)
+        messages = sse_messages(payload) if payload.startswith((b"id:", b"event:", b"data:")) \
+            else [json.loads(payload)]
+        answer = [m for m in messages if m.get("id") == 9][0]
+        return status, answer
+
+    def poll(self, task, sid=None, until=("completed", "failed", "cancelled"), timeout=30):
+        deadline = time.time() + timeout
+        while True:
+            status, answer = self.rpc("tasks/get", {"taskId": task}, task, sid)
+            self.assertEqual(status, 200, answer)
+            if answer["result"]["status"] in until or time.time() > deadline:
+                return answer["result"]
+            time.sleep(0.1)
+
+    def test_a_command_runs_as_a_task_and_is_collected(self):
+        status, answer = self.rpc("tools/call", {"name": "execute", "arguments": {
+            "command": "sleep 1; echo done > out.txt; echo finished"}}, "execute")
+        self.assertEqual(status, 200, answer)
+        created = answer["result"]
+        self.assertEqual(created["resultType"], "task", created)
+        self.assertEqual(created["status"], "working")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "out.txt")))
+        done = self.poll(created["taskId"])
+        self.assertEqual(done["status"], "completed", done)
+        self.assertEqual(done["result"]["structuredContent"]["stdout"], "finished\n")
+        with open(os.path.join(self.tmp.name, "out.txt")) as f:
+            self.assertEqual(f.read(), "done\n")
+        # Python too; and without the extension, the same call answers at once.
+        status, answer = self.rpc("tools/call", {"name": "run_python",
+                                                 "arguments": {"code": "6 * 7"}}, "run_python")
+        done = self.poll(answer["result"]["taskId"])
+        self.assertEqual(done["result"]["structuredContent"]["result"], "42", done)
+        status, answer = self.rpc("tools/call", {"name": "execute", "arguments": {
+            "command": "echo now"}}, "execute", meta={})
+        self.assertEqual(answer["result"]["resultType"], "complete", answer)
+        self.assertEqual(answer["result"]["structuredContent"]["stdout"], "now\n")
+        # A tool that is quick is never a task.
+        status, answer = self.rpc("tools/call", {"name": "ls", "arguments": {}}, "ls")
+        self.assertEqual(answer["result"]["resultType"], "complete", answer)
+
+    def test_a_cancelled_task_ends_its_command(self):
+        marker = f"sleep 60.{time.time_ns() % 1000000:06d}"  # the process the shell execs
+        status, answer = self.rpc("tools/call", {"name": "execute", "arguments": {
+            "command": marker, "timeout_s": 120}}, "execute")
+        task = answer["result"]["taskId"]
+        time.sleep(0.5)
+        self.assertIn(marker, subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                             text=True).stdout)
+        status, answer = self.rpc("tasks/cancel", {"taskId": task}, task)
+        ack = {k: v for k, v in answer["result"].items() if k != "_meta"}
+        self.assertEqual(ack, {"resultType": "complete"}, answer)
+        self.assertEqual(self.poll(task)["status"], "cancelled")
+        deadline = time.time() + 10
+        while marker in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                       text=True).stdout:
+            self.assertLess(time.time(), deadline, "the cancelled command still runs")
+            time.sleep(0.1)
+        # Cancelling it again, or asking for an unknown task.
+        status, answer = self.rpc("tasks/cancel", {"taskId": task}, task)
+        self.assertEqual(answer["result"]["resultType"], "complete")
+        status, answer = self.rpc("tasks/get", {"taskId": "nosuch"}, "nosuch")
+        self.assertEqual(answer["error"]["code"], -32602, answer)
+        # Without the extension, tasks/get is refused naming it.
+        status, answer = self.rpc("tasks/get", {"taskId": task}, task, meta={})
+        self.assertEqual(answer["error"]["code"], -32021, answer)
+        self.assertEqual(answer["error"]["data"]["requiredCapabilities"],
+                         {"extensions": {"io.modelcontextprotocol/tasks": {}}})
+
+    def test_a_session_that_declared_the_extension_collects_after_reconnecting(self):
+        init = json.loads(json.dumps(INIT))
+        init["params"]["protocolVersion"] = "2025-11-25"
+        init["params"]["capabilities"] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        status, h, body = self.server.request("POST", body=init)
+        self.assertEqual(status, 200, body)
+        sid = h["mcp-session-id"]
+        status, answer = self.rpc("tools/call", {"name": "execute", "arguments": {
+            "command": "sleep 1; echo later"}}, sid=sid)
+        task = answer["result"]["taskId"]
+        # Each request is a connection of its own: this one comes later, on another.
+        done = self.poll(task, sid=sid)
+        self.assertEqual(done["result"]["structuredContent"]["stdout"], "later\n", done)
+
+
 class HttpStateless(unittest.TestCase):
     """The stateless revision (2026-07-28) on the same endpoint as the sessions."""
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="byd-http-stateless-")
-        with open(os.path.join(cls.tmp.name, "hello.txt"), "w") as f:
-            f.write("hello without a session\n")
-        cls.server = Server(cls.tmp.name)
+        start_class_server(cls, "byd-http-stateless-",
+                           {"hello.txt": "hello without a session\n"})
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.tmp.cleanup()
-        assert code == 0, f"server exit code {code}"
+        stop_class_server(cls)
 
     def call(self, rid, name, arguments, meta=None, headers=None):
         body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
