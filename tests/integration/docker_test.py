@@ -582,7 +582,8 @@ class PersistedContainers(unittest.TestCase):
                          "/home/sandbox\nok\n")
         first, status = self.state()
         self.assertEqual(status, "running")
-        self.assertEqual(self.request("DELETE", "/mcp", sid=sid)[0], 200)
+        # Ended now, or already reaped after its idle second when the engine answered slowly.
+        self.assertIn(self.request("DELETE", "/mcp", sid=sid)[0], (200, 404))
         # Reaped after its idle second: stopped, not removed.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.state()[1] == "running":
