@@ -382,14 +382,20 @@ Result<std::string> DockerBackend::ensureContainer() {
   if (!options_.container_name.empty()) {
     auto existing =
         client_.request("GET", "/containers/" + urlEncode(options_.container_name) + "/json");
-    const std::string made_from =
-        existing.ok() ? (*existing)["Config"].value("Image", std::string()) : std::string();
-    if (existing.ok() && options_.stop_kept && made_from != options_.image) {
+    // Images by their ids: engines spell an image's name differently (Podman prefixes
+    // "localhost/"), its id alike (Docker prefixes "sha256:").
+    const auto id = [](std::string v) { return v.starts_with("sha256:") ? v.substr(7) : v; };
+    std::string made_from, wanted;
+    if (existing.ok() && options_.stop_kept) {
+      made_from = id(existing->value("Image", std::string()));
+      auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
+      if (image.ok()) wanted = id(image->value("Id", std::string()));
+    }
+    if (!made_from.empty() && !wanted.empty() && made_from != wanted) {
       // A session kept by this server now runs another runtime: its files and HOME stay, its
       // container is made again from the new image.
-      spdlog::info(
-          "docker: container {} was made from {}, the session now runs {}: making it again",
-          options_.container_name, made_from, options_.image);
+      spdlog::info("docker: container {} was made from another image than {}: making it again",
+                   options_.container_name, options_.image);
       BYD_RETURN_IF_ERROR(
           client_
               .request("DELETE",
