@@ -36,6 +36,11 @@ WorkerPool::~WorkerPool() {
   threads_.clear();  // joins
 }
 
+size_t WorkerPool::asleep() const {
+  std::lock_guard lock(mu_);
+  return sleeping_.size();
+}
+
 void WorkerPool::post(std::function<void()> job) {
   std::lock_guard lock(mu_);
   queue_.push_back(std::move(job));

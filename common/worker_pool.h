@@ -37,6 +37,9 @@ class WorkerPool {
 
   void post(std::function<void()> job);
 
+  // How many workers are asleep now (waiting for a job or for their idle pause to end).
+  size_t asleep() const;
+
  private:
   // A sleeping worker, on the stack of those idle (the last to sleep on top).
   struct Sleeper {
@@ -50,7 +53,7 @@ class WorkerPool {
   const std::chrono::microseconds spin_;
   const std::function<void()> idle_;
   const std::chrono::milliseconds idle_after_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<Sleeper*> sleeping_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -149,8 +150,20 @@ Result<ZygoteClient::Run> ZygoteClient::start(const std::string& spec, const std
     return internalError("the sandbox's launcher has gone (" + why + lastWords() + ")");
   };
   if (!sent) return fail("it no longer reads requests");
-  pollfd p{ours.get(), POLLIN, 0};
-  if (poll(&p, 1, 10000) != 1) return fail("it did not answer within 10 s");
+  // The helper answers one request after another; under load (many sessions starting
+  // commands at once on few cores) the queue ahead may take seconds. A helper that has exited
+  // is lost at once; one that lives is waited for, up to a minute.
+  pollfd p[2] = {{ours.get(), POLLIN, 0}, {pidfd_.get(), POLLIN, 0}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const int ready = poll(p, pidfd_.valid() ? 2 : 1, std::max<int>(0, left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0 && p[0].revents != 0) break;
+    if (ready > 0) return fail("it has exited");
+    return fail("it did not answer within 60 s");
+  }
   std::string payload;
   std::vector<int> got;
   const ssize_t n = zygote::receiveMessage(ours.get(), payload, got);

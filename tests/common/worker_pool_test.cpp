@@ -66,12 +66,15 @@ TEST(WorkerPool, WithoutPollingStillRunsJobs) {
 TEST(WorkerPool, OneJobAfterAnotherIsServedByTheWorkerThatSleptLast) {
   WorkerPool pool(4, std::chrono::microseconds(0));  // no polling: every job wakes a sleeper
   std::set<std::thread::id> served;
+  const auto allAsleep = [&pool] {
+    while (pool.asleep() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
   for (int i = 0; i < 20; ++i) {
+    allAsleep();  // the worker that ran the last job has gone back to sleep, on top
     std::promise<std::thread::id> ran;
     auto id = ran.get_future();
     pool.post([&ran] { ran.set_value(std::this_thread::get_id()); });
     served.insert(id.get());
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // it goes back to sleep
   }
   // The first job may find any worker; from then on, the one that just slept is woken.
   EXPECT_LE(served.size(), 2u);

@@ -269,5 +269,26 @@ TEST_F(ExecuteTest, ANewLauncherReplacesADeadOne) {
   EXPECT_FALSE(descendantsMatching("--sandbox-helper").empty());
 }
 
+// A launcher that dies with a request queued is noticed at once (its pidfd), and the command
+// goes to a new one; a launcher that lives but is slow is waited for instead.
+TEST_F(ExecuteTest, ALauncherThatDiesWhileARequestWaitsIsReplacedAtOnce) {
+  EXPECT_EQ(sc({{"command", "echo before"}})["stdout"], "before\n");
+  const std::vector<pid_t> helpers = descendantsMatching("--sandbox-helper");
+  ASSERT_FALSE(helpers.empty());
+  for (pid_t pid : helpers) kill(pid, SIGSTOP);  // busy: the request waits in its socket
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (pid_t pid : helpers) kill(pid, SIGKILL);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  json r = sc({{"command", "echo queued"}});
+  const auto took = std::chrono::steady_clock::now() - started;
+  killer.join();
+  EXPECT_EQ(r["stdout"], "queued\n");
+  // Far below the wait for a helper that lives (a minute), and the old fixed 10 s.
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_EQ(sc({{"command", "echo after"}})["stdout"], "after\n");
+}
+
 }  // namespace
 }  // namespace byd::testing
