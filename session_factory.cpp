@@ -400,7 +400,9 @@ mcp::SessionBackend SessionFactory::given(const std::shared_ptr<SessionStack>& s
                              .owner = std::move(owner),
                              .instructions = std::move(instructions),
                              .guard = stack->guard,
-                             .max_timeout_s = stack->max_timeout_s};
+                             .runtime = stack->runtime,
+                             .max_timeout_s = stack->max_timeout_s,
+                             .tasks = stack->tasks};
 }
 
 Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {

@@ -47,6 +47,8 @@ struct SessionStack {
   std::string runtime;
   const permissions::Guard* guard = nullptr;
   std::optional<int64_t> max_timeout_s;
+  // The tasks of every session on it (a named session's connections share them).
+  std::shared_ptr<mcp::TaskStore> tasks = std::make_shared<mcp::TaskStore>();
   // Starts a thread that checks the sandbox, then starts its helper and a spare Python kernel.
   // Set on the stack start() makes; whoever serves it runs it once through warmUp(), when the
   // work no longer competes with the first answer (stdio: right after it; HTTP: once listening).

@@ -188,10 +188,15 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
   ServerOptions options = server_options;
   options.stateless_only = kind == SessionKind::kStateless;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
+  if (session->backend.tasks) options.tasks = session->backend.tasks;
   Limits own = tenant.limits.value_or(limits);
+  if (tenant.limits) own.max_timeout_from = "the limits of tenant " + tenant.name;
   if (const auto ceiling = session->backend.max_timeout_s) {
     // The runtime's ceiling; a tenant's own limits hold it below theirs.
-    own.max_timeout_s = tenant.limits ? std::min(own.max_timeout_s, *ceiling) : *ceiling;
+    if (!tenant.limits || *ceiling < own.max_timeout_s) {
+      own.max_timeout_s = *ceiling;
+      own.max_timeout_from = "the max_timeout_s of runtime " + session->backend.runtime;
+    }
   }
   const permissions::Guard* rules = session->backend.guard != nullptr ? session->backend.guard
                                     : tenant.guard != nullptr         ? tenant.guard
@@ -240,8 +245,10 @@ void HttpServer::Impl::reap() {
     const int64_t idle = std::chrono::duration_cast<Clock::duration>(options.session_idle).count();
     std::vector<std::string> expired;
     for (const auto& [id, s] : sessions) {
-      // Idle means nothing running either: a call whose client went away still counts.
-      if (s->open_requests == 0 && s->server->activeCalls() == 0 && now - s->last_used > idle) {
+      // Idle means nothing running either: a call whose client went away still counts, and
+      // so does a task (its client may come back for the result).
+      if (s->open_requests == 0 && s->server->activeCalls() == 0 &&
+          s->server->runningTasks() == 0 && now - s->last_used > idle) {
         expired.push_back(id);
       }
     }

@@ -85,8 +85,12 @@ struct SessionBackend {
   std::string instructions;  // for this session's initialize, when it differs from the rest
   // Its rules, when they are not its tenant's (a runtime's network rules); kept by the factory.
   const permissions::Guard* guard = nullptr;
-  // Its runtime's ceiling of a call's timeout_s, if it has one.
+  // Its runtime ("": none) and the runtime's ceiling of a call's timeout_s, if it has one.
+  std::string runtime;
   std::optional<int64_t> max_timeout_s;
+  // Where its tasks are kept, shared by every session on the same backend (a named session's
+  // connections); null: each session its own.
+  std::shared_ptr<TaskStore> tasks;
 };
 // What a client asks of a new session.
 struct SessionAsk {

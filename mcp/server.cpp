@@ -112,6 +112,7 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
       options_(std::move(options)),
       guard_(guard),
       client_requests_(transport),
+      tasks_(options_.tasks ? options_.tasks : std::make_shared<TaskStore>()),
       // A worker idle for a second gives back what its heap freed (large answers' pages).
       pool_(options_.workers, std::chrono::microseconds(500), releaseFreedMemory) {
   bindMethods();
@@ -119,7 +120,7 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
 
 Server::~Server() {
   cancelAll();
-  tasks_.stopAll();
+  tasks_->stopOwnedBy(this);  // what has ended stays in a shared store
   drain();
 }
 

@@ -51,6 +51,9 @@ struct ServerOptions {
   // The console tools declare outputSchema and answer structuredContent (2025-06-18 and
   // later); false: their text alone.
   bool structured_content = true;
+  // Where its tasks (the tasks extension) are kept: shared by the dispatchers of one named
+  // session, so a client that comes back to it finds the tasks it started. Null: its own.
+  std::shared_ptr<TaskStore> tasks;
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the
@@ -95,6 +98,8 @@ class Server : public MessageHandler {
     std::lock_guard lock(mu_);
     return active_;
   }
+  // Tasks it started that have not ended (a session running one is not idle).
+  size_t runningTasks() const { return tasks_->running(this); }
   // Blocks until every request received so far has been answered or dropped. When `give_up`
   // (checked every 100 ms) turns true, what is still running is cancelled.
   void drain(const std::function<bool()>& give_up = nullptr);
@@ -214,7 +219,7 @@ class Server : public MessageHandler {
   std::map<std::string, CancelToken> in_flight_;  // by serialized request id
   size_t active_ = 0;                     // tool calls started and not yet answered or dropped
   std::atomic<int> client_log_level_{3};  // "warning" until logging/setLevel
-  TaskStore tasks_;                       // before the pool: its threads end second
+  std::shared_ptr<TaskStore> tasks_;      // before the pool: its threads end second
   WorkerPool pool_;                       // last member: destroyed (joined) first
 };
 

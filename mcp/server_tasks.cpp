@@ -71,13 +71,14 @@ std::string Server::taskSupport(const std::string& name) const {
     }
     return "forbidden";
   }
-  // Of the console tools, those that run the caller's code may take long.
-  return name == "execute" || name == "run_python" ? "optional" : "forbidden";
+  const Tool* tool = findTool(name);
+  return tool != nullptr ? std::string(tool->spec->task_support) : "forbidden";
 }
 
 json Server::startTask(const Caller& caller, const std::string& name,
                        std::function<Result<json>(Peer&)> work) {
-  json created = tasks_.start(
+  json created = tasks_->start(
+      this,
       [this, caller, name, work = std::move(work)](const CancelToken& cancel,
                                                    const TaskStore::Ask& ask) {
         TaskPeer peer(*this, name, caller, cancel, ask);
@@ -91,20 +92,20 @@ json Server::startTask(const Caller& caller, const std::string& name,
 Result<json> Server::onTaskGet(const json& p, const Caller& caller) {
   if (!tasksDeclared(caller)) return missingCapability(kTasksCapability, "tasks/get");
   BYD_ASSIGN_OR_RETURN(const std::string id, taskIdOf(p));
-  return tasks_.get(id);
+  return tasks_->get(id);
 }
 
 Result<json> Server::onTaskUpdate(const json& p, const Caller& caller) {
   if (!tasksDeclared(caller)) return missingCapability(kTasksCapability, "tasks/update");
   BYD_ASSIGN_OR_RETURN(const std::string id, taskIdOf(p));
-  BYD_RETURN_IF_ERROR(tasks_.update(id, p.value("inputResponses", json::object())));
+  BYD_RETURN_IF_ERROR(tasks_->update(id, p.value("inputResponses", json::object())));
   return json::object();
 }
 
 Result<json> Server::onTaskCancel(const json& p, const Caller& caller) {
   if (!tasksDeclared(caller)) return missingCapability(kTasksCapability, "tasks/cancel");
   BYD_ASSIGN_OR_RETURN(const std::string id, taskIdOf(p));
-  BYD_RETURN_IF_ERROR(tasks_.cancel(id));
+  BYD_RETURN_IF_ERROR(tasks_->cancel(id));
   return json::object();
 }
 

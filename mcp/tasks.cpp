@@ -22,6 +22,7 @@ bool terminal(std::string_view status) {
 
 struct TaskStore::Task {
   std::string id;
+  const void* owner = nullptr;  // the dispatcher that started it
   std::mutex mu;
   std::condition_variable cv;
   std::string status = "working";
@@ -32,6 +33,12 @@ struct TaskStore::Task {
   json answers = json::object();  // answers given by tasks/update, not yet taken
   CancelToken cancel;
   std::thread worker;
+  std::mutex join_mu;  // the store's sweep and a dispatcher's stop may both wait for it
+
+  void join() {
+    std::lock_guard lock(join_mu);
+    if (worker.joinable()) worker.join();
+  }
 
   void set(std::string to) {  // mu held
     status = std::move(to);
@@ -46,6 +53,17 @@ TaskStore::TaskStore(std::chrono::milliseconds ttl, std::chrono::milliseconds po
 
 TaskStore::~TaskStore() { stopAll(); }
 
+void TaskStore::stop(const std::vector<std::shared_ptr<Task>>& tasks) {
+  for (const auto& task : tasks) {
+    {
+      std::lock_guard lock(task->mu);
+      task->cancel.cancel();
+      if (!terminal(task->status)) task->set("cancelled");
+    }
+    task->join();
+  }
+}
+
 void TaskStore::stopAll() {
   std::vector<std::shared_ptr<Task>> all;
   {
@@ -53,29 +71,36 @@ void TaskStore::stopAll() {
     stopping_ = true;
     for (auto& [id, task] : tasks_) all.push_back(task);
   }
-  for (auto& task : all) {
-    {
-      std::lock_guard lock(task->mu);
-      task->cancel.cancel();
-      if (!terminal(task->status)) task->set("cancelled");
-    }
-    if (task->worker.joinable()) task->worker.join();
-  }
+  stop(all);
 }
 
-json TaskStore::start(std::function<Result<json>(const CancelToken&, const Ask&)> work,
+void TaskStore::stopOwnedBy(const void* owner) {
+  std::vector<std::shared_ptr<Task>> owned;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, task] : tasks_) {
+      if (task->owner == owner) owned.push_back(task);
+    }
+  }
+  stop(owned);
+}
+
+size_t TaskStore::running(const void* owner) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, task] : tasks_) {
+    std::lock_guard task_lock(task->mu);
+    n += task->owner == owner && !terminal(task->status);
+  }
+  return n;
+}
+
+json TaskStore::start(const void* owner,
+                      std::function<Result<json>(const CancelToken&, const Ask&)> work,
                       std::function<json(const Status&)> toError) {
   auto task = std::make_shared<Task>();
   task->id = randomHex(16);
-  json created;
-  {
-    std::lock_guard lock(mu_);
-    sweep();
-    tasks_[task->id] = task;
-    std::lock_guard task_lock(task->mu);
-    created = describe(*task);
-    created["resultType"] = "task";
-  }
+  task->owner = owner;
   // Questions wait for tasks/update (or the end of the task).
   Ask ask = [task](const json& questions) -> Result<json> {
     std::unique_lock lock(task->mu);
@@ -102,7 +127,17 @@ json TaskStore::start(std::function<Result<json>(const CancelToken&, const Ask&)
     }
     return answers;
   };
-  std::lock_guard lock(task->mu);
+  // Registered and started under the store's lock: a stop that finds it finds its thread.
+  std::lock_guard lock(mu_);
+  sweep();
+  tasks_[task->id] = task;
+  std::lock_guard task_lock(task->mu);
+  json created = describe(*task);
+  created["resultType"] = "task";
+  if (stopping_) {
+    task->set("cancelled");
+    return created;
+  }
   task->worker = std::thread(
       [task, work = std::move(work), toError = std::move(toError), ask = std::move(ask)] {
         Result<json> outcome = work(task->cancel, ask);
@@ -133,7 +168,7 @@ void TaskStore::sweep() {
     std::unique_lock lock(t.mu, std::try_to_lock);
     if (lock.owns_lock() && terminal(t.status) && now - t.ended > ttl_ && !stopping_) {
       lock.unlock();
-      if (t.worker.joinable()) t.worker.join();  // it has ended: returns at once
+      t.join();  // it has ended: returns at once
       it = tasks_.erase(it);
     } else {
       ++it;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,8 +43,11 @@ class TaskStore {
   // Starts `work` as a new task on a thread of its own, registered before this returns; the
   // CreateTaskResult. `work` gets the task's cancellation token and a way to ask the client
   // (see ask()); its Status, when not OK, is the task's error as `toError` makes it.
+  // `owner` (the dispatcher that started it) may end its own tasks with stopOwnedBy(); any
+  // dispatcher sharing the store may get, update and cancel them.
   using Ask = std::function<Result<json>(const json& questions)>;
-  json start(std::function<Result<json>(const CancelToken& cancel, const Ask& ask)> work,
+  json start(const void* owner,
+             std::function<Result<json>(const CancelToken& cancel, const Ask& ask)> work,
              std::function<json(const Status&)> toError);
   // tasks/get: the task as it is now; NotFound (-32602 to the client) for an unknown id.
   Result<json> get(const std::string& id);
@@ -54,14 +58,21 @@ class TaskStore {
   Status cancel(const std::string& id);
   // Cancels every task and waits for their threads.
   void stopAll();
+  // Cancels the tasks `owner` started that have not ended, and waits for their threads; what
+  // has ended stays to be read for its ttl.
+  void stopOwnedBy(const void* owner);
+  // Tasks `owner` started that have not ended.
+  size_t running(const void* owner) const;
 
  private:
   std::shared_ptr<Task> find(const std::string& id);
+  // Cancels `tasks` (those that have not ended) and waits for their threads.
+  static void stop(const std::vector<std::shared_ptr<Task>>& tasks);
   void sweep();                           // drops tasks that ended longer than ttl ago (mu_ held)
   json describe(const Task& task) const;  // task.mu held
 
   const std::chrono::milliseconds ttl_, poll_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;
   bool stopping_ = false;
 };

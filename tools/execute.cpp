@@ -126,6 +126,7 @@ extern const ToolSpec kExecuteTool = {
     .destructive = true,
     .idempotent = false,
     .handler = runExecute,
+    .task_support = "optional",
 };
 
 }  // namespace byd

@@ -123,6 +123,7 @@ extern const ToolSpec kRunPythonTool = {
     .destructive = true,
     .idempotent = false,
     .handler = runRunPython,
+    .task_support = "optional",
 };
 
 }  // namespace byd

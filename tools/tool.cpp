@@ -31,11 +31,10 @@ Result<int64_t> argTimeout(const json& args, int64_t fallback, const Limits& lim
   if (!args.contains("timeout_s")) return std::min(fallback, limits.max_timeout_s);
   const int64_t asked = argInt(args, "timeout_s", fallback);
   if (asked > limits.max_timeout_s) {
-    return invalidArgument("timeout_s " + std::to_string(asked) +
-                           " is above this server's limit of " +
-                           std::to_string(limits.max_timeout_s) +
-                           " s (its --max-timeout): ask for at most that, or run the work in the "
-                           "background and check on it");
+    return invalidArgument("timeout_s " + std::to_string(asked) + " is above the limit of " +
+                           std::to_string(limits.max_timeout_s) + " s (" + limits.max_timeout_from +
+                           "): ask for at most that, or run the work in the background and check "
+                           "on it");
   }
   return asked;
 }

@@ -28,6 +28,8 @@ struct Limits {
   size_t max_results = 1000;                   // glob, grep and ls stop here
   int64_t max_timeout_s = 600;                 // a larger timeout_s is refused
   size_t max_output_bytes = 100 * 1024;        // execute's stdout and stderr are each cut here
+  // Where max_timeout_s comes from, as the refusal of a larger timeout_s names it.
+  std::string max_timeout_from = "this server's --max-timeout";
 };
 
 struct ToolContext {
@@ -87,6 +89,9 @@ struct ToolSpec {
   bool idempotent;
   ToolHandler handler;
   std::span<const ArgumentAlias> aliases = {};
+  // With the tasks extension, whether a call may run as a task (execution.taskSupport):
+  // "optional" for those that may take long (they run the caller's code), else "forbidden".
+  std::string_view task_support = "forbidden";
 };
 
 // Typed argument access for handlers. Arguments have passed the tool's inputSchema before a

@@ -174,7 +174,8 @@ class RuntimesTest(unittest.TestCase):
         # The runtime's ceiling of a timeout.
         result, _ = service.sh(sid, BOB, "true", timeout_s=41)
         self.assertTrue(result.get("isError"), result)
-        self.assertIn("40", result["content"][0]["text"])
+        self.assertIn("above the limit of 40 s (the max_timeout_s of runtime tiny)",
+                      result["content"][0]["text"])
         # A second session (by the URL's parameter) and Python: no build, the same image.
         again = service.open(ALICE, query="tiny")
         result, progress = service.call(again, ALICE, "run_python",

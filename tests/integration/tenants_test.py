@@ -182,6 +182,11 @@ class TenantsTest(unittest.TestCase):
         text, result = result_text(server.call(b, 6, "ls", {}, headers=bearer(BOB))[2])
         self.assertEqual(len(result["structuredContent"]["entries"]), 1, text)
         self.assertTrue(result["structuredContent"]["truncated"])
+        # A timeout beyond the tenant's limits is refused naming where the limit comes from.
+        text, result = result_text(server.call(b, 7, "execute", {
+            "command": "true", "timeout_s": 3600}, headers=bearer(BOB))[2])
+        self.assertTrue(result["isError"], text)
+        self.assertIn("(the limits of tenant bob)", text)
         # No token reaches the log, even at debug.
         self.assertEqual(server.stop(), 0)
         log = "".join(server.log)
@@ -387,6 +392,60 @@ class NamedSessionsTest(unittest.TestCase):
                                    {"path": "a.txt"})["structuredContent"]["content"], "kept\n")
         result = self.call(last, ALICE, "run_python", {"code": "'x' in globals()"})
         self.assertEqual(result["structuredContent"]["result"], "False")
+
+    def open_for_tasks(self, token, name):
+        """A named session whose client declared the tasks extension."""
+        init = json.loads(json.dumps(INIT))
+        init["params"]["protocolVersion"] = "2025-11-25"
+        init["params"]["capabilities"] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        init["params"]["_meta"] = {"io.backyard/session": name}
+        status, h, body = self.server.request("POST", body=init, headers=bearer(token))
+        self.assertEqual(status, 200, body)
+        return h["mcp-session-id"]
+
+    def rpc(self, sid, token, method, params):
+        status, _, body = self.server.request(
+            "POST", body={"jsonrpc": "2.0", "id": 8, "method": method, "params": params},
+            headers={"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25",
+                     **bearer(token)})
+        self.assertEqual(status, 200, body)
+        messages = http_test.sse_messages(body) if body.startswith((b"id:", b"event:", b"data:")) \
+            else [json.loads(body)]
+        return [m for m in messages if m.get("id") == 8][0]
+
+    def test_a_task_outlives_its_connection_and_is_collected_by_a_later_one(self):
+        first = self.open_for_tasks(ALICE, "build")
+        answer = self.rpc(first, ALICE, "tools/call", {"name": "execute", "arguments": {
+            "command": "sleep 4; echo built > out.txt; echo built"}})
+        task = answer["result"]["taskId"]
+        # Its client goes quiet for longer than the idle time: a session running a task is not
+        # idle (were it ended, the task would be cancelled with it).
+        time.sleep(3)
+        again = self.open_for_tasks(ALICE, "build")
+        deadline = time.time() + 30
+        while True:
+            got = self.rpc(again, ALICE, "tasks/get", {"taskId": task})["result"]
+            if got["status"] != "working" or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(got["status"], "completed", got)
+        self.assertEqual(got["result"]["structuredContent"]["stdout"], "built\n")
+        # The task's session, once idle, goes; what it finished stays to be read.
+        for _ in range(4):
+            time.sleep(1)
+            got = self.rpc(again, ALICE, "tasks/get", {"taskId": task})["result"]
+            self.assertEqual(got["status"], "completed", got)
+        status, _, _ = self.server.request("DELETE", headers={"Mcp-Session-Id": first,
+                                                              **bearer(ALICE)})
+        self.assertEqual(status, 404)  # reaped
+        with open(os.path.join(self.spaces, "alice", "named-build", "out.txt")) as f:
+            self.assertEqual(f.read(), "built\n")
+        # Another name of the tenant, and another tenant's session of the same name, see nothing.
+        for token, name in ((ALICE, "other"), (BOB, "build")):
+            with self.subTest(token=token[:5], name=name):
+                sid = self.open_for_tasks(token, name)
+                error = self.rpc(sid, token, "tasks/get", {"taskId": task})["error"]
+                self.assertEqual(error["code"], -32602, error)
 
     def api(self, method, path, token=ALICE):
         status, _, body = self.server.request(method, path, headers=bearer(token))

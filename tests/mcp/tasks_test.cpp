@@ -42,6 +42,7 @@ TEST(TaskStoreTest, ACreatedTaskIsFoundAtOnceAndEndsCompleted) {
   TaskStore store;
   std::atomic<bool> go{false};
   const json created = store.start(
+      nullptr,
       [&](const CancelToken&, const TaskStore::Ask&) -> Result<json> {
         while (!go) std::this_thread::sleep_for(1ms);
         return json{{"content", {{{"type", "text"}, {"text", "done"}}}}};
@@ -63,6 +64,7 @@ TEST(TaskStoreTest, ACreatedTaskIsFoundAtOnceAndEndsCompleted) {
 TEST(TaskStoreTest, QuestionsWaitForEveryAnswerAndUnknownKeysAreIgnored) {
   TaskStore store;
   const json created = store.start(
+      nullptr,
       [](const CancelToken&, const TaskStore::Ask& ask) -> Result<json> {
         BYD_ASSIGN_OR_RETURN(json answers, ask({{"a", question("A?")}, {"b", question("B?")}}));
         return json{{"content", json::array()}, {"answered", answers.size()}};
@@ -86,6 +88,7 @@ TEST(TaskStoreTest, CancelEndsTheWorkAndATerminalTaskStaysAsItIs) {
   TaskStore store;
   std::atomic<bool> saw_cancel{false};
   const std::string id = store.start(
+      nullptr,
       [&](const CancelToken& cancel, const TaskStore::Ask&) -> Result<json> {
         while (!cancel.cancelled()) std::this_thread::sleep_for(1ms);
         saw_cancel = true;
@@ -105,16 +108,48 @@ TEST(TaskStoreTest, CancelEndsTheWorkAndATerminalTaskStaysAsItIs) {
 
 TEST(TaskStoreTest, AnErrorFailsTheTaskAndEndedTasksGoAfterTheirTtl) {
   TaskStore store(200ms);
-  const std::string id =
-      store.start([](const CancelToken&,
-                     const TaskStore::Ask&) -> Result<json> { return internalError("it broke"); },
-                  errorOf)["taskId"];
+  const std::string id = store.start(
+      nullptr,
+      [](const CancelToken&, const TaskStore::Ask&) -> Result<json> {
+        return internalError("it broke");
+      },
+      errorOf)["taskId"];
   const json failed = waitFor(store, id, "failed");
   EXPECT_EQ(failed["error"]["message"], "it broke");
   EXPECT_FALSE(failed.contains("result"));
   EXPECT_EQ(failed["ttlMs"], 200);
   std::this_thread::sleep_for(300ms);
   EXPECT_FALSE(store.get(id).ok());
+}
+
+// A dispatcher that ends stops the tasks it started, not those of another on the same store;
+// what has ended stays for the others to read.
+TEST(TaskStoreTest, AnOwnerStopsItsOwnTasksAndWhatEndedStaysForTheOthers) {
+  TaskStore store;
+  int first = 0, second = 0;  // two owners
+  const auto forever = [](const CancelToken& cancel, const TaskStore::Ask&) -> Result<json> {
+    while (!cancel.cancelled()) std::this_thread::sleep_for(1ms);
+    return json{{"content", json::array()}};
+  };
+  const std::string done = store.start(
+      &first,
+      [](const CancelToken&, const TaskStore::Ask&) -> Result<json> {
+        return json{{"content", json::array()}, {"isError", false}};
+      },
+      errorOf)["taskId"];
+  waitFor(store, done, "completed");
+  const std::string mine = store.start(&first, forever, errorOf)["taskId"];
+  const std::string theirs = store.start(&second, forever, errorOf)["taskId"];
+  EXPECT_EQ(store.running(&first), 1u);
+  EXPECT_EQ(store.running(&second), 1u);
+  store.stopOwnedBy(&first);  // returns once its thread has ended
+  EXPECT_EQ(store.get(mine)->value("status", ""), "cancelled");
+  EXPECT_EQ(store.running(&first), 0u);
+  EXPECT_EQ(store.get(theirs)->value("status", ""), "working");
+  EXPECT_EQ(store.running(&second), 1u);
+  EXPECT_EQ(store.get(done)->value("status", ""), "completed");  // still there to read
+  ASSERT_TRUE(store.cancel(theirs).ok());
+  EXPECT_EQ(store.running(&second), 0u);
 }
 
 }  // namespace
