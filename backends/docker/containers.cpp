@@ -165,6 +165,69 @@ Result<int> DockerBackend::engineCpus() {
   return *cpus_;
 }
 
+Result<std::pair<json, json>> DockerBackend::bindsAndCommand() {
+  json binds = {
+      {{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}}};
+  if (!options_.packages_dir.empty()) {
+    binds.push_back({{"Type", "bind"},
+                     {"Source", options_.packages_dir},
+                     {"Target", std::string(kContainerPackages)},
+                     {"ReadOnly", true}});
+  }
+  if (auto forks = ForkRendezvous::dir(); forks.ok()) {
+    binds.push_back(
+        {{"Type", "bind"}, {"Source", *forks}, {"Target", kForkDir}, {"ReadOnly", true}});
+  }
+  if (!options_.home_dir.empty()) {
+    binds.push_back({{"Type", "bind"},
+                     {"Source", options_.home_dir},
+                     {"Target", std::string(kContainerHome)},
+                     {"ReadOnly", false}});
+  }
+  json cmd = {"sleep", "infinity"};
+  BYD_ASSIGN_OR_RETURN(const std::string proxy_dir, proxyDir());
+  if (!proxy_dir.empty()) {
+    binds.push_back(
+        {{"Type", "bind"}, {"Source", proxy_dir}, {"Target", kProxyDir}, {"ReadOnly", true}});
+    cmd = {enterPath(), "--relay", std::string(kProxyDir) + "/" + kProxySocket,
+           std::to_string(kProxyPort)};
+  }
+  return std::make_pair(std::move(binds), std::move(cmd));
+}
+
+Result<std::string> DockerBackend::keptDiffers(const json& existing) {
+  // Images by their ids: engines spell an image's name differently (Podman prefixes
+  // "localhost/"), its id alike (Docker prefixes "sha256:").
+  const auto id = [](std::string v) { return v.starts_with("sha256:") ? v.substr(7) : v; };
+  const std::string made_from = id(existing.value("Image", std::string()));
+  auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
+  if (image.ok() && !made_from.empty() && made_from != id(image->value("Id", std::string()))) {
+    return "it was made from another image than " + options_.image;
+  }
+  BYD_ASSIGN_OR_RETURN(auto wanted, bindsAndCommand());
+  const auto& [binds, cmd] = wanted;
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return a == b ||
+           std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+  };
+  const json mounts = existing.value("Mounts", json::array());
+  for (const json& bind : binds) {
+    const std::string source = bind["Source"], target = bind["Target"];
+    bool found = false;
+    for (const json& m : mounts) {
+      found = found || (m.value("Type", "") == "bind" && m.value("Destination", "") == target &&
+                        same(m.value("Source", ""), source));
+    }
+    if (!found) return "it does not bind " + source + " at " + target;
+  }
+  const json& config = existing.contains("Config") ? existing["Config"] : json::object();
+  if (config.value("Cmd", json::array()) != cmd) {
+    return "its first process is not " + cmd.dump() + " (the relay to this server's proxy)";
+  }
+  return std::string();
+}
+
 Result<std::string> DockerBackend::createContainer(const std::string& runtime, Naming naming,
                                                    int share) {
   const bool named = naming == Naming::kNamed;
@@ -209,35 +272,12 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
         options_.processes > 0 ? static_cast<int64_t>(options_.processes) : options_.pids;
     ulimits.push_back({{"Name", "nproc"}, {"Soft", nproc}, {"Hard", nproc}});
   }
-  json mounts = {
-      {{"Type", "bind"}, {"Source", workspace_}, {"Target", "/workspace"}, {"ReadOnly", false}},
-      // An anonymous volume for the kernel's source (the root filesystem is read-only and
-      // the archive API cannot write into a tmpfs); removed with the container.
-      {{"Type", "volume"}, {"Target", kKernelDir}}};
-  if (!options_.packages_dir.empty()) {
-    mounts.push_back({{"Type", "bind"},
-                      {"Source", options_.packages_dir},
-                      {"Target", std::string(kContainerPackages)},
-                      {"ReadOnly", true}});
-  }
-  if (auto forks = ForkRendezvous::dir(); forks.ok()) {
-    mounts.push_back(
-        {{"Type", "bind"}, {"Source", *forks}, {"Target", kForkDir}, {"ReadOnly", true}});
-  }
-  if (!options_.home_dir.empty()) {
-    mounts.push_back(
-        {{"Type", "bind"}, {"Source", options_.home_dir}, {"Target", std::string(kContainerHome)}});
-  }
-  // Its first process: nothing but the container's life, or the relay to the proxy.
-  json cmd = {"sleep", "infinity"};
-  BYD_ASSIGN_OR_RETURN(const std::string proxy_dir, proxyDir());
-  if (!proxy_dir.empty()) {
-    mounts.push_back(
-        {{"Type", "bind"}, {"Source", proxy_dir}, {"Target", kProxyDir}, {"ReadOnly", true}});
-    cmd = {enterPath(), "--relay", std::string(kProxyDir) + "/" + kProxySocket,
-           std::to_string(kProxyPort)};
-    if (runtime == "runsc") warnWithoutHostSockets();
-  }
+  BYD_ASSIGN_OR_RETURN(auto made, bindsAndCommand());
+  auto& [mounts, cmd] = made;
+  // An anonymous volume for the kernel's source (the root filesystem is read-only and the
+  // archive API cannot write into a tmpfs); removed with the container.
+  mounts.push_back({{"Type", "volume"}, {"Target", kKernelDir}});
+  if (runtime == "runsc" && cmd.size() > 1 && cmd[1] == "--relay") warnWithoutHostSockets();
   auto scaled = [share](int64_t limit) { return limit > 0 ? limit * share : limit; };  // 0: none
   double cpus = options_.cpus;
   if (share > 1) {
@@ -382,26 +422,19 @@ Result<std::string> DockerBackend::ensureContainer() {
   if (!options_.container_name.empty()) {
     auto existing =
         client_.request("GET", "/containers/" + urlEncode(options_.container_name) + "/json");
-    // Images by their ids: engines spell an image's name differently (Podman prefixes
-    // "localhost/"), its id alike (Docker prefixes "sha256:").
-    const auto id = [](std::string v) { return v.starts_with("sha256:") ? v.substr(7) : v; };
-    std::string made_from, wanted;
-    if (existing.ok() && options_.stop_kept) {
-      made_from = id(existing->value("Image", std::string()));
-      auto image = client_.request("GET", "/images/" + urlEncode(options_.image) + "/json");
-      if (image.ok()) wanted = id(image->value("Id", std::string()));
-    }
-    if (!made_from.empty() && !wanted.empty() && made_from != wanted) {
-      // A session kept by this server now runs another runtime: its files and HOME stay, its
-      // container is made again from the new image.
-      spdlog::info("docker: container {} was made from another image than {}: making it again",
-                   options_.container_name, options_.image);
-      BYD_RETURN_IF_ERROR(
-          client_
-              .request("DELETE",
-                       "/containers/" + urlEncode(options_.container_name) + "?force=true&v=true")
-              .status());
-      existing = Status(Code::kNotFound, "removed");
+    if (existing.ok()) {
+      BYD_ASSIGN_OR_RETURN(const std::string differs, keptDiffers(*existing));
+      if (!differs.empty()) {
+        // Its files and HOME are bound from this machine and stay; the container is made again
+        // as this server makes it.
+        spdlog::info("docker: container {} is made again: {}", options_.container_name, differs);
+        BYD_RETURN_IF_ERROR(
+            client_
+                .request("DELETE",
+                         "/containers/" + urlEncode(options_.container_name) + "?force=true&v=true")
+                .status());
+        existing = Status(Code::kNotFound, "removed");
+      }
     }
     if (existing.ok()) {
       container_ = existing->value("Id", "");
@@ -411,22 +444,6 @@ Result<std::string> DockerBackend::ensureContainer() {
             client_.request("POST", "/containers/" + container_ + "/start").status());
       }
       spdlog::info("docker: reattached container {} ({})", options_.container_name, runtime_);
-      if (options_.proxy) {
-        // Its relay reaches the proxy through the directory it was made with.
-        BYD_ASSIGN_OR_RETURN(const std::string dir, proxyDir());
-        const std::string cmd = (*existing)["Config"].value("Cmd", json::array()).dump();
-        bool bound = false;
-        for (const json& m : existing->value("Mounts", json::array())) {
-          bound =
-              bound || (m.value("Destination", "") == kProxyDir && m.value("Source", "") == dir);
-        }
-        if (cmd.find("--relay") == std::string::npos || !bound) {
-          spdlog::warn(
-              "docker: container {} was made without the relay to the server's proxy, so it "
-              "has no network at all; remove it to have it made again",
-              options_.container_name);
-        }
-      }
       return container_;
     }
     if (existing.status().code() != Code::kNotFound) return existing.status();

@@ -163,6 +163,12 @@ class DockerBackend : public Backend, public Executor {
   // up to the engine's): a kernel's forks share it.
   enum class Naming { kNamed, kUnnamed };
   Result<std::string> createContainer(const std::string& runtime, Naming naming, int share = 1);
+  // The host directories a container of this session binds ({Type, Source, Target, ReadOnly}
+  // each) and its first process: nothing but the container's life, or the relay to the proxy.
+  Result<std::pair<nlohmann::json, nlohmann::json>> bindsAndCommand();
+  // Why a kept container cannot serve this server as it is ("" when it can): made from another
+  // image, or binding other directories (an earlier server's, gone with it).
+  Result<std::string> keptDiffers(const nlohmann::json& existing);
   void removeContainer(const std::string& container);
   // The runtime, as resolveRuntime said the first time.
   Result<std::string> resolvedRuntime();

@@ -18,21 +18,37 @@ namespace byd {
 
 namespace {
 
+// One directory per user, the same for every server: a kept container binds it for good, and
+// a later server that reattaches that container must make its sockets where the container
+// sees them. Sockets have names of 128 random bits and are removed one by one; the directory
+// stays. Should that path be taken (not a directory of this user's alone), a fresh one is made
+// for this server, removed at its end (a kept container is then made again).
 struct Dir {
   std::string path;
+  bool own = false;  // made for this server alone
   Status status = okStatus();
   Dir() {
-    const char* base = getenv("XDG_RUNTIME_DIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/backyard-mcp-forks-XXXXXX";
+    const char* env = getenv("XDG_RUNTIME_DIR");
+    const std::string base = env && *env ? env : "/tmp";
+    const std::string shared = base + "/backyard-mcp-forks-" + std::to_string(geteuid());
+    struct stat st;
+    if ((mkdir(shared.c_str(), 0711) == 0 || errno == EEXIST) && lstat(shared.c_str(), &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        ((st.st_mode & 07777) == 0711 || chmod(shared.c_str(), 0711) == 0)) {
+      path = shared;
+      return;
+    }
+    std::string tmpl = base + "/backyard-mcp-forks-XXXXXX";
     if (mkdtemp(tmpl.data()) == nullptr || chmod(tmpl.c_str(), 0711) != 0) {
-      status = internalError("cannot make a directory for forked sessions in " +
-                             std::string(base && *base ? base : "/tmp") + ": " + strerror(errno));
+      status = internalError("cannot make a directory for forked sessions in " + base + ": " +
+                             strerror(errno));
       return;
     }
     path = tmpl;
+    own = true;
   }
   ~Dir() {
-    if (path.empty()) return;
+    if (!own) return;
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
   }

@@ -1,8 +1,9 @@
 #pragma once
 // Where a forked Python session reaches the server. A session's kernel forks inside its
 // sandbox or container (see PythonKernel::fork); the fork connects to a unix socket the server
-// listens on, in a directory of this process bound into every sandbox and container, and
-// that connection is its channel from then on. The directory (mode 0711) cannot be listed
+// listens on, in a directory of this user's (the same for every server, so that a kept container
+// that binds it serves a later server too) bound into every sandbox and container, and that
+// connection is its channel from then on. The directory (mode 0711) cannot be listed
 // from inside, and each socket has a random name told to the forking kernel alone, so no
 // other session can take a fork's place; the socket is removed once the fork has connected.
 
@@ -19,7 +20,8 @@ namespace byd {
 
 class ForkRendezvous {
  public:
-  // The directory, made on first use (removed at exit).
+  // The directory, made on first use: $XDG_RUNTIME_DIR (else /tmp)/backyard-mcp-forks-UID, or,
+  // when that path is not a directory of this user's alone, a fresh one removed at exit.
   static Result<std::string> dir();
 
   // One socket, waiting for one fork.

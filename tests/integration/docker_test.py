@@ -526,11 +526,15 @@ class PersistedContainers(unittest.TestCase):
     def setUp(self):
         self.spaces = tempfile.mkdtemp(prefix="byd-persist-")
         self.addCleanup(subprocess.run, ["rm", "-rf", self.spaces])
+        self.start_server()
+
+    def start_server(self, env=None):
         self.proc = subprocess.Popen(
             [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
              "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
              "--workspace-root", self.spaces, "--persist-containers", "--session-idle", "1",
-             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env)
         self.port = None
         while self.port is None:  # the address comes after any warnings
             line = self.proc.stderr.readline()
@@ -597,6 +601,40 @@ class PersistedContainers(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertEqual(self.state(), (None, None))
         self.assertEqual(os.listdir(self.spaces), [])
+
+
+    def test_a_restarted_server_finds_the_kept_container(self):
+        sid = self.session()
+        self.assertEqual(self.sh(sid, "mkdir -p ~/.local/bin && printf '#!/bin/sh\\necho kept\\n' "
+                                      "> ~/.local/bin/k && chmod +x ~/.local/bin/k && echo ok"),
+                         "ok\n")
+        first, status = self.state()
+        self.assertEqual(status, "running")
+        # The server stops (its sessions with it); the container stays, stopped or not.
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(60), 0)
+        self.proc.stderr.close()
+        self.assertEqual(self.state()[0], first)
+        self.start_server()
+        again = self.session()
+        self.assertEqual(self.sh(again, "~/.local/bin/k"), "kept\n")
+        self.assertEqual(self.state(), (first, "running"))
+        # A server whose directories differ (here, where forked sessions meet it) cannot use
+        # that container: it makes it again, and HOME and the files are as they were.
+        self.assertIn(self.request("DELETE", "/mcp", sid=again)[0], (200, 404))
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(60), 0)
+        self.proc.stderr.close()
+        runtime_dir = tempfile.mkdtemp(prefix="byd-run-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", runtime_dir])
+        self.start_server(env={**os.environ, "XDG_RUNTIME_DIR": runtime_dir})
+        third = self.session()
+        self.assertEqual(self.sh(third, "~/.local/bin/k"), "kept\n")
+        remade, status = self.state()
+        self.assertNotEqual(remade, first)
+        self.assertEqual(status, "running")
+        mounts = engine("GET", "/containers/" + remade + "/json")["Mounts"]
+        self.assertIn(runtime_dir, json.dumps(mounts))
 
 
 class NamedContainer(unittest.TestCase):

@@ -36,6 +36,7 @@ class Session:
         self.sid = None
         self.next_id = 1
         self.reconnects = 0
+        self.extra = {}  # headers sent with every request (a tenant's token)
 
     def send(self, method, headers, body=None):
         """One request and its response on the kept-alive connection."""
@@ -55,7 +56,7 @@ class Session:
 
     def post(self, message):
         headers = {"Host": f"127.0.0.1:{self.port}", "Content-Type": "application/json",
-                   "Accept": ACCEPT}
+                   "Accept": ACCEPT, **self.extra}
         if self.sid:
             headers.update({"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": "2025-06-18"})
         resp, data = self.send("POST", headers, json.dumps(message).encode())
@@ -88,7 +89,7 @@ class Session:
 
     def close(self):
         resp, _ = self.send("DELETE", {"Host": f"127.0.0.1:{self.port}",
-                                       "Mcp-Session-Id": self.sid})
+                                       "Mcp-Session-Id": self.sid, **self.extra})
         self.conn.close()
         assert resp.status == 200, resp.status
 
