@@ -9,6 +9,7 @@ namespace byd::mcp {
 void HttpServer::Impl::post(const std::shared_ptr<Session>& session, const json& message,
                             httplib::Response& res) {
   const bool request = message.contains("method") && message.contains("id");
+  Session::Busy busy(*session);
   std::shared_ptr<Exchange> exchange;
   if (request) exchange = session->transport.expect(message["id"].dump());
   if (message.value("method", "") == "notifications/cancelled" && message.contains("params") &&
@@ -255,6 +256,7 @@ void HttpServer::Impl::postBatch(const httplib::Request& req, const json& batch,
     return m.is_object() && m.contains("method") && m.contains("id");
   });
   std::lock_guard batch_lock(session->batch_mu);  // one batch in flight per session
+  Session::Busy busy(*session);
   std::shared_ptr<Exchange> exchange = has_request ? session->transport.expectBatch() : nullptr;
   {
     std::lock_guard lock(session->frame_mu);

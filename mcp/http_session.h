@@ -288,6 +288,18 @@ struct Session {
   std::atomic<int64_t> last_used{0};  // Clock ticks
 
   void touch() { last_used = std::chrono::steady_clock::now().time_since_epoch().count(); }
+  // Held while a POST waits for its answer: the session is not idle then, and its idle time
+  // counts from the answer (a call may outlast --session-idle).
+  struct Busy {
+    explicit Busy(Session& s) : session(s) { ++session.open_requests; }
+    ~Busy() {
+      session.touch();
+      --session.open_requests;
+    }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+    Session& session;
+  };
   // Cancels what runs, wakes every waiting POST and stream, and stops the dispatcher.
   void end() {
     server->clientClosed();

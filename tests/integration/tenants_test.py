@@ -393,6 +393,15 @@ class NamedSessionsTest(unittest.TestCase):
         result = self.call(last, ALICE, "run_python", {"code": "'x' in globals()"})
         self.assertEqual(result["structuredContent"]["result"], "False")
 
+    def test_a_call_longer_than_the_idle_time_does_not_end_its_session(self):
+        sid = self.open(ALICE)
+        result = self.call(sid, ALICE, "execute", {"command": "sleep 3; echo slept"})
+        self.assertEqual(result["structuredContent"]["stdout"], "slept\n")
+        # Idle time counts from the answer, not from the request.
+        time.sleep(1)
+        result = self.call(sid, ALICE, "execute", {"command": "echo still"})
+        self.assertEqual(result["structuredContent"]["stdout"], "still\n")
+
     def open_for_tasks(self, token, name):
         """A named session whose client declared the tasks extension."""
         init = json.loads(json.dumps(INIT))
