@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "integration"))
@@ -117,7 +118,10 @@ def guarded(client, fn, errors):
     try:
         fn(client)
     except Exception as e:  # reported by the main thread
-        errors.append(f"session {client.n}: {e!r}")
+        where = traceback.extract_tb(e.__traceback__)
+        errors.append(f"session {client.n}: {e!r} in {fn.__name__} at " +
+                      " < ".join(f"{f.name}:{f.lineno}" for f in reversed(where)
+                                 if "python3." not in f.filename))
 
 
 def main():
@@ -150,11 +154,12 @@ def main():
         cmd += ["--backend", "docker", "--image", args.image, "--runtime", args.runtime]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    errors = []
+    errors, log = [], []
     report = {"backend": args.backend, "sessions": args.sessions, "tenants": args.tenants}
     try:
         port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline().decode()).group(1))
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        log = []  # the server's warnings and errors, reported with the figures
+        threading.Thread(target=lambda: log.extend(proc.stderr.readlines()), daemon=True).start()
         time.sleep(1.0)
         rest = counts(proc.pid) + (containers(args.backend),)
 
@@ -265,6 +270,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     report["errors"] = errors
+    report["server_log"] = [line.decode(errors="replace").rstrip() for line in log][:20]
     print(json.dumps(report, indent=1))
     ok = report.get("half_rate_p99_over_idle_p99", 99) < 2
     back = report.get("rest_after") and all(

@@ -1,6 +1,15 @@
 #include "mcp/http_server_impl.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace byd::mcp {
+
+// Connections a burst may leave waiting for the accept loop (the kernel holds it to
+// net.core.somaxconn).
+constexpr int kListenBacklog = 1024;
 
 HttpServer::Impl::Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions s,
                        const permissions::Guard* g)
@@ -409,10 +418,23 @@ HttpServer::~HttpServer() {
 
 Status HttpServer::bind() {
   const HttpOptions& o = impl_->options;
+  // The library listens with a backlog of 5 (built into Debian's libcpp-httplib), so the kernel
+  // resets most of a burst of clients connecting at once. The socket is noted as it is made
+  // and listened on again, with a queue as deep as the system allows.
+  int listener = -1;
+  impl_->http.set_socket_options([&listener](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listener = sock;
+  });
   impl_->port = o.port == 0 ? impl_->http.bind_to_any_port(o.host)
                             : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  impl_->http.set_socket_options(httplib::default_socket_options);
   if (impl_->port < 0) {
     return failedPrecondition("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  }
+  if (listener >= 0 && ::listen(listener, kListenBacklog) != 0) {
+    return failedPrecondition("cannot listen on " + o.host + ":" + std::to_string(impl_->port) +
+                              ": " + strerror(errno));
   }
   return okStatus();
 }

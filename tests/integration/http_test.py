@@ -665,6 +665,28 @@ class HttpStateless(unittest.TestCase):
             time.sleep(0.2)
         self.assertFalse(running(), "the command of a closed stateless stream still runs")
 
+    def test_a_burst_of_connections_waits_in_a_deep_queue(self):
+        # The listening socket's backlog (ss: Send-Q of a listener): a burst of clients waits
+        # for the accept loop instead of being reset by the kernel.
+        out = subprocess.run(["ss", "-Hltn", f"sport = :{self.server.port}"],
+                             capture_output=True, text=True).stdout.split()
+        with open("/proc/sys/net/core/somaxconn") as f:
+            ceiling = int(f.read())
+        self.assertEqual(int(out[2]), min(1024, ceiling), out)
+        # And a burst is served whole.
+        results = []
+
+        def one():
+            status, _, body = self.call(1, "read_file", {"path": "hello.txt"})
+            results.append(status)
+
+        threads = [threading.Thread(target=one) for _ in range(100)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, [200] * 100)
+
     def test_session_clients_are_not_taken_for_stateless_ones(self):
         # An initialize is a session's start, whatever version its header names.
         status, h, body = self.server.request("POST", body=INIT,
