@@ -145,6 +145,9 @@ def main():
         json.dump(tokens, f)
     os.chmod(os.path.join(tmp, "tokens.json"), 0o600)
     os.mkdir(os.path.join(tmp, "spaces"))
+    if args.backend == "docker":  # the containers' user works in the sessions' directories
+        os.chmod(tmp, 0o755)
+        os.chown(os.path.join(tmp, "spaces"), 65533, 65533)
     cmd = [args.binary, "--transport", "http", "--listen", "127.0.0.1:0",
            "--tokens-file", os.path.join(tmp, "tokens.json"),
            "--workspace-root", os.path.join(tmp, "spaces"), "--root", tmp,
@@ -157,7 +160,14 @@ def main():
     errors, log = [], []
     report = {"backend": args.backend, "sessions": args.sessions, "tenants": args.tenants}
     try:
-        port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline().decode()).group(1))
+        port, said = None, ""
+        while port is None:  # the address comes after any warnings
+            line = proc.stderr.readline().decode()
+            said += line
+            if not line:
+                raise SystemExit("the server ended before it listened:\n" + said)
+            match = re.search(r"127\.0\.0\.1:(\d+)/mcp", line)
+            port = int(match.group(1)) if match else None
         log = []  # the server's warnings and errors, reported with the figures
         threading.Thread(target=lambda: log.extend(proc.stderr.readlines()), daemon=True).start()
         time.sleep(1.0)

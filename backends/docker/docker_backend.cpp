@@ -786,7 +786,7 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what)
       [this, box](const std::string& script) { shell(box, script, codeUser()).ok(); });
   auto started = PythonKernel::attach(
       std::make_unique<ContainerKernel>(std::move(*conn), signal, std::move(family)));
-  if (!started.ok()) {
+  if (!started.ok() && started.status().code() != Code::kDeadlineExceeded) {
     return failedPrecondition(started.status().message() + "; run_python needs " + options_.python +
                               " in the image " + options_.image);
   }

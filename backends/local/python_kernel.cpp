@@ -240,7 +240,13 @@ Result<std::unique_ptr<PythonKernel>> PythonKernel::attach(std::unique_ptr<Kerne
   for (int fd : {k->proc_->stdoutFd(), k->proc_->stderrFd()}) {
     if (fd >= 0) fcntl(fd, F_SETFL, O_NONBLOCK);
   }
-  auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr);
+  // A kernel that exits is seen at once (its stdout ends); one that lives is waited for, long
+  // enough for a machine starting many sandboxes or containers at once.
+  auto ready = k->receive(std::chrono::steady_clock::now() + std::chrono::seconds(60), nullptr);
+  if (!ready.ok() && ready.status().code() == Code::kDeadlineExceeded) {
+    return Status(Code::kDeadlineExceeded,
+                  "the Python kernel did not start: it gave no sign of life within 60 s");
+  }
   if (!ready.ok() || ready->value("type", "") != "ready") {
     return failedPrecondition("the Python kernel did not start (" +
                               (ready.ok() ? ready->dump() : ready.status().message()) + ")");
