@@ -98,6 +98,14 @@ def sse_messages(payload):
             if line.startswith("data: ") and line[len("data: "):].strip()]
 
 
+def body_messages(body):
+    """The messages of a POST's answer: one JSON message, or an SSE stream's (an answer that
+    took longer than a second comes as a stream)."""
+    if body.startswith((b"id:", b"event:", b"data:")):
+        return sse_messages(body)
+    return [json.loads(body)]
+
+
 def read_event(resp):
     """The next SSE event of a streaming response as (id, message); (None, None) at its end."""
     event_id, data = None, None
@@ -434,8 +442,7 @@ class HttpTasks(unittest.TestCase):
         else:
             headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
         status, _, payload = self.server.request("POST", body=body, headers=headers)
-        messages = sse_messages(payload) if payload.startswith((b"id:", b"event:", b"data:")) \
-            else [json.loads(payload)]
+        messages = body_messages(payload)
         answer = [m for m in messages if m.get("id") == 9][0]
         return status, answer
 
@@ -561,9 +568,7 @@ class HttpStateless(unittest.TestCase):
             t.join(30)
         for word, (status, _, body) in results.items():
             self.assertEqual(status, 200, body)
-            # JSON, or a stream when the answer took longer than a second (a loaded machine).
-            answer = sse_messages(body)[-1] if body.startswith((b"id:", b"event:", b"data:")) \
-                else json.loads(body)
+            answer = body_messages(body)[-1]
             self.assertEqual(answer["id"], 1)
             self.assertEqual(answer["result"]["structuredContent"]["stdout"], word + "\n")
         self.assertEqual(len(results), 3)

@@ -418,8 +418,7 @@ class NamedSessionsTest(unittest.TestCase):
             headers={"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25",
                      **bearer(token)})
         self.assertEqual(status, 200, body)
-        messages = http_test.sse_messages(body) if body.startswith((b"id:", b"event:", b"data:")) \
-            else [json.loads(body)]
+        messages = http_test.body_messages(body)
         return [m for m in messages if m.get("id") == 8][0]
 
     def test_a_task_outlives_its_connection_and_is_collected_by_a_later_one(self):
