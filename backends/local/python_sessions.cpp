@@ -15,6 +15,7 @@ PythonSessions::PythonSessions(Starter start, PythonOptions options, Starter sta
 
 void PythonSessions::warm() {
   std::lock_guard lock(mu_);
+  ahead_ = true;
   if (!spare_.valid()) startSpare();
 }
 
@@ -38,12 +39,6 @@ void PythonSessions::startSpare() {
   spare_ = std::async(std::launch::async, [this] { return start_(); });
 }
 
-Result<std::unique_ptr<PythonKernel>> PythonSessions::takeSpare() {
-  Result<std::unique_ptr<PythonKernel>> kernel = spare_.valid() ? spare_.get() : start_();
-  startSpare();
-  return kernel;
-}
-
 Result<std::shared_ptr<PythonSessions::Session>> PythonSessions::named(const std::string& name) {
   auto it = sessions_.find(name);
   if (it == sessions_.end()) {
@@ -57,13 +52,20 @@ Result<std::shared_ptr<PythonSessions::Session>> PythonSessions::named(const std
 }
 
 Result<std::unique_ptr<PythonKernel>> PythonSessions::spareOrStart() {
-  Result<std::unique_ptr<PythonKernel>> kernel = internalError("no kernel yet");
+  std::future<Result<std::unique_ptr<PythonKernel>>> spare;
   {
     std::lock_guard lock(mu_);
-    kernel = takeSpare();
+    spare = std::move(spare_);
+    // The next kernel is started ahead once a spare was asked for (warm()), or once this
+    // connection needs a second kernel (another session, a restart): a connection that runs
+    // one session, as most of an HTTP server's many do, starts one kernel, not two.
+    if (++kernels_taken_ > 1) ahead_ = true;
+    if (ahead_) startSpare();
   }
-  // A spare can fail to start or die while it waits (its container went away, the engine
-  // was unreachable for a moment): start one now instead.
+  // Started outside the lock, so that the connection's other sessions run meanwhile. A spare
+  // can fail to start or die while it waits (its container went away, the engine was
+  // unreachable for a moment): start one now instead.
+  Result<std::unique_ptr<PythonKernel>> kernel = spare.valid() ? spare.get() : start_();
   if (!kernel.ok() || (*kernel)->exited()) kernel = start_();
   return kernel;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The run_python sessions of one client connection: named kernels (at most `max_sessions`),
 // each used by one call at a time, stopped after `idle` without use, and one spare kernel
-// started ahead of need so a new session does not wait for Python to boot. Thread-safe.
+// started ahead of need so a new session does not wait for Python to boot: from the start when
+// warm() asks for it (stdio), else once the connection has needed a second kernel (an HTTP
+// server's many connections mostly run one session each, and pay for one kernel). Thread-safe.
 
 #include <chrono>
 #include <functional>
@@ -75,8 +77,8 @@ class PythonSessions {
     std::unique_ptr<PythonKernel> kernel;
     std::chrono::steady_clock::time_point last_used;
   };
-  Result<std::unique_ptr<PythonKernel>> takeSpare();
-  // The spare, or a kernel started now when there is none or it died while it waited.
+  // The spare, or a kernel started now when there is none or it died while it waited; starts
+  // the next spare when the connection keeps one ahead.
   Result<std::unique_ptr<PythonKernel>> spareOrStart();
   // A kernel for a new session: a fork of the sessions' template (fork_sessions), else the
   // spare's.
@@ -93,6 +95,8 @@ class PythonSessions {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   std::future<Result<std::unique_ptr<PythonKernel>>> spare_;
+  bool ahead_ = false;        // a spare is kept ahead (warm(), or a second kernel was needed)
+  size_t kernels_taken_ = 0;  // kernels this connection's sessions have taken
   std::vector<std::unique_ptr<PythonKernel>> templates_;  // idle ones
   std::mutex sessions_template_mu_;                       // one fork of it at a time
   std::unique_ptr<PythonKernel> sessions_template_;

@@ -391,6 +391,72 @@ class HttpTransport(unittest.TestCase):
         self.assertEqual(s.request("GET", "/healthz")[0], 200)  # still serving
 
 
+def python_kernels(pid):
+    """The Python processes that descend from `pid` (its sessions' kernels and spares)."""
+    parent, comm = {}, {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    head, tail = f.read().rsplit(")", 1)
+                parent[int(name)] = int(tail.split()[1])
+                comm[int(name)] = head.split("(", 1)[1]
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass
+
+    def under(p):
+        while p and p != pid:
+            p = parent.get(p)
+        return p == pid
+    return sum(1 for p in parent if comm[p].startswith("python") and under(parent[p]))
+
+
+class HttpKernels(unittest.TestCase):
+    """Each HTTP session pays for the kernels it uses: one for a session that runs one, and a
+    spare kept ahead only once it has needed a second."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="byd-kernels-")
+        os.mkdir(os.path.join(self.tmp.name, "spaces"))
+        self.server = Server(self.tmp.name, "--workspace-root",
+                             os.path.join(self.tmp.name, "spaces"))
+        self.addCleanup(self.tmp.cleanup)
+        self.addCleanup(self.server.stop)
+
+    def settle(self, expected, within=20.0):
+        """The server's kernel count once it stops changing (at `expected`, or after `within`)."""
+        deadline = time.monotonic() + within
+        count = python_kernels(self.server.proc.pid)
+        while count != expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+            count = python_kernels(self.server.proc.pid)
+        time.sleep(1.0)  # nothing more starts after it (a spare would, within this)
+        return python_kernels(self.server.proc.pid)
+
+    def run_python(self, sid, rid, code, session="default"):
+        status, _, body = self.server.call(sid, rid, "run_python",
+                                           {"code": code, "session": session})
+        self.assertEqual(status, 200, body)
+        result = body_messages(body)[-1]["result"]
+        self.assertFalse(result.get("isError"), result)
+        return result["structuredContent"]["result"]
+
+    def test_a_session_starts_one_kernel_until_it_needs_a_second(self):
+        rest = self.settle(-1, within=1.0)  # the first stack's check, and its spare, if any
+        sid = self.server.initialize()
+        self.assertEqual(self.run_python(sid, 2, "6 * 7"), "42")
+        self.assertEqual(self.settle(rest + 1), rest + 1)
+        # A second Python session: its kernel, and from then on a spare ahead of the next.
+        self.assertEqual(self.run_python(sid, 3, "1 + 1", session="b"), "2")
+        self.assertEqual(self.settle(rest + 3), rest + 3)
+        # The spare serves the third session at once, and the next one is started.
+        self.assertEqual(self.run_python(sid, 4, "2 + 2", session="c"), "4")
+        self.assertEqual(self.settle(rest + 4), rest + 4)
+        # Ending the session ends its kernels and its spare.
+        self.server.request("DELETE", headers={"Mcp-Session-Id": sid})
+        self.assertEqual(self.settle(rest), rest)
+
+
 STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}
 
