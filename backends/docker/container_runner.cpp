@@ -64,13 +64,20 @@ Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(
                       {"Tty", false}}));
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<Hijacked> conn, client.startExec(made.value("Id", "")));
   std::unique_ptr<ContainerRunner> runner(new ContainerRunner(std::move(conn), container));
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  // A runner whose exec ends before its greeting cannot run here. One that lives but has not
+  // greeted yet is waited for: on an engine starting many containers at once, a Python start
+  // can take tens of seconds.
+  const auto deadline = Clock::now() + kGreetingWait;
   char kind = 0;
   std::string payload;
   while (!runner->nextFrame(&kind, &payload)) {
-    if (Clock::now() >= deadline || !runner->pump(100)) {
+    if (!runner->pump(100)) {
       return failedPrecondition("the command runner did not start in the container (is " + python +
                                 " in the image?)");
+    }
+    if (Clock::now() >= deadline) {
+      return Status(Code::kDeadlineExceeded, "the command runner did not greet within " +
+                                                 std::to_string(kGreetingWait.count()) + " s");
     }
   }
   if (kind != 'R') return failedPrecondition("the command runner sent no greeting");

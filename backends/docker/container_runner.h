@@ -46,9 +46,13 @@ SupervisorOptions supervision(const CommandSpec& spec, std::function<void()> kil
 
 class ContainerRunner {
  public:
+  // How long a runner that lives is waited for to greet.
+  static constexpr std::chrono::seconds kGreetingWait{60};
+
   // Starts a runner in `container` through one exec of `python -I -S -u ARGS...` (the runner's
-  // script, behind what confines it), as `user`; an error when it does not come up (an image
-  // without Python): then use one exec per command.
+  // script, behind what confines it), as `user`. Failed precondition when its exec ends without
+  // a greeting (an image without Python): then use one exec per command. Deadline exceeded
+  // when it lives but has not greeted within kGreetingWait.
   static Result<std::unique_ptr<ContainerRunner>> start(const Client& client,
                                                         const std::string& container,
                                                         const std::string& python,

@@ -600,6 +600,11 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() {
   auto runner = startRunner(container);
   if (runner.ok()) return runner;
   releaseBox(container);
+  if (runner.status().code() == Code::kDeadlineExceeded) {
+    // Alive but slow (an engine under load): this command gets an exec; the next tries again.
+    spdlog::warn("docker: {}; this command gets an exec of its own", runner.status().message());
+    return std::unique_ptr<ContainerRunner>();
+  }
   // The container runs, yet no runner came up: the image has no Python for it.
   auto state = client_.request("GET", "/containers/" + container + "/json");
   if (state.ok() && (*state)["State"].value("Running", false)) {

@@ -692,25 +692,35 @@ class LeftBehind(unittest.TestCase):
             self.assertEqual(server.close(), 0)
 
 
+# A command that prints its parent's command line: the command runner's, or an engine exec's.
+PARENT = "tr '\\0' ' ' < /proc/$PPID/cmdline"
+
+
+def derived_image(name, script):
+    """The test image after `script` ran in it as root, committed as backyard-mcp/NAME:PID."""
+    image = f"backyard-mcp/{name}:{os.getpid()}"
+    # (limits set, as the backend sets them: Podman's defaults exceed this host's)
+    made = engine("POST", "/containers/create", {
+        "Image": IMAGE, "User": "0", "Cmd": ["sh", "-c", script],
+        "HostConfig": {"Ulimits": [{"Name": "nofile", "Soft": 1024, "Hard": 1024},
+                                   {"Name": "nproc", "Soft": 256, "Hard": 256}]}})
+    try:
+        engine("POST", f"/containers/{made['Id']}/start")
+        engine("POST", f"/containers/{made['Id']}/wait")
+        repo, tag = image.split(":")
+        engine("POST", f"/commit?container={made['Id']}&repo={repo}&tag={tag}", {})
+    finally:
+        engine("DELETE", f"/containers/{made['Id']}?force=true")
+    return image
+
+
 class ImageWithoutPython(unittest.TestCase):
     """An image with no Python for the command runner: each command gets an exec of its own,
     with the same results, and run_python says why it cannot run."""
 
     @classmethod
     def setUpClass(cls):
-        cls.image = f"backyard-mcp/nopython:{os.getpid()}"
-        # (limits set, as the backend sets them: Podman's defaults exceed this host's)
-        made = engine("POST", "/containers/create", {
-            "Image": IMAGE, "User": "0", "Cmd": ["sh", "-c", "rm -f /usr/bin/python3*"],
-            "HostConfig": {"Ulimits": [{"Name": "nofile", "Soft": 1024, "Hard": 1024},
-                                       {"Name": "nproc", "Soft": 256, "Hard": 256}]}})
-        try:
-            engine("POST", f"/containers/{made['Id']}/start")
-            engine("POST", f"/containers/{made['Id']}/wait")
-            repo, tag = cls.image.split(":")
-            engine("POST", f"/commit?container={made['Id']}&repo={repo}&tag={tag}", {})
-        finally:
-            engine("DELETE", f"/containers/{made['Id']}?force=true")
+        cls.image = derived_image("nopython", "rm -f /usr/bin/python3*")
 
     @classmethod
     def tearDownClass(cls):
@@ -722,6 +732,7 @@ class ImageWithoutPython(unittest.TestCase):
             r = server.tool("execute", {"command": "cat; echo $((6 * 7)); exit 4",
                                         "stdin": "in\n"})["structuredContent"]
             self.assertEqual((r["stdout"], r["exit_code"]), ("in\n42\n", 4), r)
+            self.assertNotIn("runner.py", server.sh(PARENT)["stdout"])
             r = server.sh("sleep 300 & sleep 301; echo never", timeout_s=2)
             self.assertTrue(r["timed_out"], r)
             self.assertEqual(server.sh("ps -eo args | grep -c '^slee[p] 30' || true")["stdout"],
@@ -731,6 +742,40 @@ class ImageWithoutPython(unittest.TestCase):
             py = server.tool("run_python", {"code": "1"})
             self.assertTrue(py["isError"], py)
             self.assertIn("needs python3 in the image", py["content"][0]["text"])
+        finally:
+            self.assertEqual(server.close(), 0)
+
+
+class SlowPython(unittest.TestCase):
+    """A command runner that takes longer than usual to greet (an engine starting many
+    containers at once) is waited for while it lives: commands go through it, not through an
+    exec each for the rest of the session."""
+
+    @classmethod
+    def setUpClass(cls):
+        # python3 on the container's PATH starts 11 s late.
+        cls.image = derived_image(
+            "slowpython", "printf '#!/bin/sh\\nsleep 11\\nexec /usr/bin/python3 \"$@\"\\n' "
+            "> /usr/local/bin/python3 && chmod 755 /usr/local/bin/python3")
+
+    @classmethod
+    def tearDownClass(cls):
+        engine("DELETE", f"/images/{cls.image}?force=true")
+
+    def test_a_slow_runner_is_waited_for(self):
+        server = Stdio(image=self.image)
+        try:
+            started = time.monotonic()
+            r = server.sh("echo $((6 * 7))")
+            self.assertEqual((r["stdout"], r["exit_code"]), ("42\n", 0), r)
+            self.assertGreater(time.monotonic() - started, 10)  # it did wait for the runner
+            # The runner started the command, and the next ones too, at once.
+            started = time.monotonic()
+            for _ in range(2):
+                self.assertIn("runner.py", server.sh(PARENT)["stdout"])
+            self.assertLess(time.monotonic() - started, 10)
+            self.assertFalse(any("exec of its own" in line for line in server.stderr_lines),
+                             server.log_tail())
         finally:
             self.assertEqual(server.close(), 0)
 
