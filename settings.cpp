@@ -161,7 +161,7 @@ std::vector<Setting> makeTable() {
        "--workers",
        T::kInt,
        "N",
-       "threads running tool calls",
+       "most threads running one session's tool calls (one stays; more start while calls overlap)",
        {},
        1,
        256,

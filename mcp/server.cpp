@@ -114,7 +114,9 @@ Server::Server(Transport& transport, Backend& backend, Limits limits, ServerOpti
       client_requests_(transport),
       tasks_(options_.tasks ? options_.tasks : std::make_shared<TaskStore>()),
       // A worker idle for a second gives back what its heap freed (large answers' pages).
-      pool_(options_.workers, std::chrono::microseconds(500), releaseFreedMemory) {
+      // One worker stays; more start while calls overlap, and end after 10 s without work.
+      pool_(options_.workers, std::chrono::microseconds(500), releaseFreedMemory,
+            std::chrono::milliseconds(1000), 1, std::chrono::seconds(10)) {
   bindMethods();
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <future>
@@ -91,6 +92,82 @@ TEST(WorkerPool, AnIdleWorkerRunsTheIdleWorkOncePerPause) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(done.load(), 1);
   EXPECT_EQ(idled.load(), first + 1);  // the worker that ran the job paused again
+}
+
+// Waits (10 s at most) until `done` holds; true if it came to.
+template <typename F>
+bool eventually(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(WorkerPool, StartsWorkersOnlyForJobsThatWaitAndRetiresThemOnceIdle) {
+  std::atomic<int> idled{0};
+  WorkerPool pool(
+      4, std::chrono::microseconds(0), [&] { idled.fetch_add(1); }, std::chrono::milliseconds(20),
+      /*keep=*/1, /*retire_after=*/std::chrono::milliseconds(50));
+  EXPECT_EQ(pool.threads(), 1u);
+  // One job after another: the one worker serves them all.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(eventually([&] { return pool.asleep() == pool.threads(); }));
+    std::promise<void> ran;
+    pool.post([&ran] { ran.set_value(); });
+    ran.get_future().wait();
+  }
+  ASSERT_TRUE(eventually([&] { return pool.asleep() == 1; }));
+  EXPECT_EQ(pool.threads(), 1u);
+  // Six jobs that all wait for each other as far as they can: four run at once, on four
+  // workers, and the other two wait for them; no fifth worker starts.
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0, most = 0, finished = 0;
+  bool release = false;
+  for (int i = 0; i < 6; ++i) {
+    pool.post([&] {
+      std::unique_lock lock(mu);
+      most = std::max(most, ++running);
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
+      --running;
+      ++finished;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return running == 4; }));
+    EXPECT_EQ(pool.threads(), 4u);
+    release = true;
+    cv.notify_all();
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return finished == 6; }));
+  }
+  EXPECT_EQ(most, 4);
+  // Once idle (and after their idle work), the three beyond the one kept end.
+  ASSERT_TRUE(eventually([&] { return pool.threads() == 1; })) << pool.threads();
+  EXPECT_GE(idled.load(), 4);
+  // A later job starts what it needs again.
+  std::promise<void> ran;
+  pool.post([&ran] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(WorkerPool, APoolThatKeepsNoneStillRunsEveryJob) {
+  std::atomic<int> done{0};
+  {
+    WorkerPool pool(2, std::chrono::microseconds(0), nullptr, std::chrono::milliseconds(1000), 0,
+                    std::chrono::milliseconds(1));
+    for (int round = 0; round < 5; ++round) {
+      for (int i = 0; i < 50; ++i) pool.post([&] { done.fetch_add(1); });
+      ASSERT_TRUE(eventually([&] { return pool.threads() == 0; })) << pool.threads();
+    }
+    EXPECT_EQ(done.load(), 250);
+    pool.post([&] { done.fetch_add(1); });  // run by the destructor's time
+  }
+  EXPECT_EQ(done.load(), 251);
 }
 
 TEST(WorkerPool, JobsPostedFromJobsRun) {
