@@ -16,12 +16,15 @@ It measures, in one run against one server:
     `execute` p99 against the idle p99 (target: under 2x);
   - at rest: the server's threads and descriptors, and the engine's containers, once the
     sessions have ended, against their count before (target: back to it).
+The sessions' clients run in --client-processes processes (8), a thread per session, as
+separate clients do: in one interpreter, its lock would add its own waits to every latency.
 Any wrong, lost or duplicated answer is an error and fails the run (exit 1). Needs, for
 --backend docker, a running engine and the image (scripts/docker-setup).
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -124,6 +127,108 @@ def guarded(client, fn, errors):
                                  if "python3." not in f.filename))
 
 
+def phase_open(c):
+    """Opens the session; its first execute and run_python start it cold."""
+    c.open()
+    return c.first_calls()
+
+
+def phase_closed(c, seconds):
+    """A closed loop for `seconds`: the calls made, and each execute's time."""
+    deadline = time.monotonic() + seconds
+    calls, ex = 0, []
+    while time.monotonic() < deadline:
+        kind = (c.n + calls) % 4
+        took = c.timed(lambda: c.one(kind))
+        calls += 1
+        if kind == 2:
+            ex.append(took)
+    return calls, ex
+
+
+def phase_paced(c, seconds, interval, sessions):
+    """A call every `interval` for `seconds`, starts spread over the sessions: the calls made,
+    each execute's time, and how many calls were late by more than an interval."""
+    deadline = time.monotonic() + seconds
+    nxt = time.monotonic() + (c.n / sessions) * interval
+    calls, ex, late = 0, [], 0
+    while True:
+        now = time.monotonic()
+        if nxt > now:
+            time.sleep(nxt - now)
+        elif now - nxt > interval:
+            late += 1  # the server fell behind the offered rate
+        if time.monotonic() >= deadline:
+            break
+        kind = (c.n + calls) % 4
+        took = c.timed(lambda: c.one(kind))
+        calls += 1
+        if kind == 2:
+            ex.append(took)
+        nxt += interval
+    return calls, ex, late
+
+
+def phase_close(c):
+    c.s.close()
+
+
+def fleet_worker(conn, port, specs):
+    """A client process: its sessions, each on a thread, run the phases the parent sends."""
+    clients = [Client(port, token, n) for n, token in specs]
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        name, args = msg
+        fn = globals()[name]
+        results, errors = {}, []
+
+        def task(c):
+            results[c.n] = fn(c, *args)
+        task.__name__ = name
+        run_all(clients, task, errors)
+        conn.send((results, errors))
+
+
+class Fleet:
+    """The sessions, spread over client processes: as separate clients are, and so that the
+    client's own interpreter lock does not add its waits to the server's latency."""
+
+    def __init__(self, port, tokens, processes):
+        ctx = multiprocessing.get_context("fork")
+        self.conns, self.procs = [], []
+        for i in range(processes):
+            specs = [(n, t) for n, t in enumerate(tokens) if n % processes == i]
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=fleet_worker, args=(child, port, specs), daemon=True)
+            proc.start()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def run(self, phase, *args, errors):
+        """Runs `phase` on every session at once; each session's result by its number."""
+        for conn in self.conns:
+            conn.send((phase.__name__, args))
+        merged = {}
+        for conn in self.conns:
+            results, errs = conn.recv()
+            merged.update(results)
+            errors.extend(errs)
+        return merged
+
+    def close(self):
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc in self.procs:
+            proc.join(60)
+            if proc.is_alive():
+                proc.kill()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default=os.path.join(REPO_ROOT, "build", "backyard-mcp"))
@@ -134,6 +239,8 @@ def main():
     ap.add_argument("--tenants", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--idle-calls", type=int, default=200)
+    ap.add_argument("--client-processes", type=int, default=8,
+                    help="processes the sessions' clients are spread over")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="byd-sessions-")
@@ -185,14 +292,9 @@ def main():
         report["idle_execute_p99_ms"] = pct(idle, 99) * 1000
 
         # Every session opens at once; its first execute and run_python start it cold.
-        clients = [Client(port, token_of[n % args.tenants], n) for n in range(args.sessions)]
-        firsts = {}
-
-        def start(c):
-            c.open()
-            firsts[c.n] = c.first_calls()
-
-        run_all(clients, start, errors)
+        fleet = Fleet(port, [token_of[n % args.tenants] for n in range(args.sessions)],
+                      max(1, min(args.client_processes, args.sessions)))
+        firsts = fleet.run(phase_open, errors=errors)
         first_exec = [f[0] for f in firsts.values()]
         first_py = [f[1] for f in firsts.values()]
         report["first_execute_p50_ms"] = pct(first_exec, 50) * 1000
@@ -202,70 +304,34 @@ def main():
         report["threads_with_sessions"] = counts(proc.pid)[0]
 
         # Saturation: a closed loop for --seconds.
-        lock = threading.Lock()
-        sat = {"calls": 0, "execute": []}
-
-        def closed(c):
-            deadline = time.monotonic() + args.seconds
-            calls, ex = 0, []
-            while time.monotonic() < deadline:
-                kind = (c.n + calls) % 4
-                took = c.timed(lambda: c.one(kind))
-                calls += 1
-                if kind == 2:
-                    ex.append(took)
-            with lock:
-                sat["calls"] += calls
-                sat["execute"] += ex
-
         started = time.monotonic()
-        run_all(clients, closed, errors)
+        done = fleet.run(phase_closed, args.seconds, errors=errors).values()
         took = time.monotonic() - started
-        rate = sat["calls"] / took
+        calls = sum(d[0] for d in done)
+        executes = [t for d in done for t in d[1]]
+        rate = calls / took
         report["saturation_calls_per_s"] = rate
-        report["saturation_calls"] = sat["calls"]
-        report["saturation_execute_p50_ms"] = pct(sat["execute"], 50) * 1000
-        report["saturation_execute_p99_ms"] = pct(sat["execute"], 99) * 1000
+        report["saturation_calls"] = calls
+        report["saturation_execute_p50_ms"] = pct(executes, 50) * 1000
+        report["saturation_execute_p99_ms"] = pct(executes, 99) * 1000
 
         # Half that rate, offered: each session sends on a fixed schedule.
         interval = args.sessions / (rate / 2)
-        half = {"calls": 0, "execute": [], "late": 0}
-
-        def paced(c):
-            deadline = time.monotonic() + args.seconds
-            nxt = time.monotonic() + (c.n / args.sessions) * interval  # spread the starts
-            calls, ex, late = 0, [], 0
-            while True:
-                now = time.monotonic()
-                if nxt > now:
-                    time.sleep(nxt - now)
-                elif now - nxt > interval:
-                    late += 1  # the server fell behind the offered rate
-                if time.monotonic() >= deadline:
-                    break
-                kind = (c.n + calls) % 4
-                took = c.timed(lambda: c.one(kind))
-                calls += 1
-                if kind == 2:
-                    ex.append(took)
-                nxt += interval
-            with lock:
-                half["calls"] += calls
-                half["execute"] += ex
-                half["late"] += late
-
         started = time.monotonic()
-        run_all(clients, paced, errors)
+        done = fleet.run(phase_paced, args.seconds, interval, args.sessions,
+                         errors=errors).values()
         took = time.monotonic() - started
+        executes = [t for d in done for t in d[1]]
         report["half_rate_offered_per_s"] = rate / 2
-        report["half_rate_calls_per_s"] = half["calls"] / took
-        report["half_rate_late_calls"] = half["late"]
-        report["half_rate_execute_p50_ms"] = pct(half["execute"], 50) * 1000
-        report["half_rate_execute_p99_ms"] = pct(half["execute"], 99) * 1000
-        report["half_rate_p99_over_idle_p99"] = (pct(half["execute"], 99) / pct(idle, 99))
+        report["half_rate_calls_per_s"] = sum(d[0] for d in done) / took
+        report["half_rate_late_calls"] = sum(d[2] for d in done)
+        report["half_rate_execute_p50_ms"] = pct(executes, 50) * 1000
+        report["half_rate_execute_p99_ms"] = pct(executes, 99) * 1000
+        report["half_rate_p99_over_idle_p99"] = pct(executes, 99) / pct(idle, 99)
 
         # The sessions end; the server goes back to rest.
-        run_all(clients, lambda c: c.s.close(), errors)
+        fleet.run(phase_close, errors=errors)
+        fleet.close()
         deadline = time.monotonic() + 60
         while True:
             now = counts(proc.pid) + (containers(args.backend),)
