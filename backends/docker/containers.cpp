@@ -18,6 +18,7 @@
 #include "backends/local/fork_rendezvous.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/state/state_backend.h"
+#include "common/turnstile.h"
 
 // The Docker backend's containers: the runtime they run under, how one is made (hardened, with
 // the kernel, runner, confiner and byd-enter copied in), the first command container and the
@@ -322,6 +323,11 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
                {"Labels", labels},
                {"NetworkDisabled", no_network},
                {"HostConfig", host}};
+  // Containers are made a few at a time, in the order asked: the engine makes no more of them
+  // per second when more come at once, and each would wait for all.
+  static Turnstile starting;
+  const Result<int> engine_cores = engineCpus();
+  const Turnstile::Turn turn = starting.enter(std::max(engine_cores.ok() ? *engine_cores : 0, 2));
   std::string path = "/containers/create";
   if (named && !options_.container_name.empty()) {
     path += "?name=" + urlEncode(options_.container_name);
