@@ -714,17 +714,24 @@ def derived_image(name, script):
     return image
 
 
-class ImageWithoutPython(unittest.TestCase):
-    """An image with no Python for the command runner: each command gets an exec of its own,
-    with the same results, and run_python says why it cannot run."""
+class OnDerivedImage(unittest.TestCase):
+    """Tests on the test image after the class's SCRIPT ran in it (derived_image), made once for
+    the class and removed after it."""
+    NAME = SCRIPT = None
 
     @classmethod
     def setUpClass(cls):
-        cls.image = derived_image("nopython", "rm -f /usr/bin/python3*")
+        cls.image = derived_image(cls.NAME, cls.SCRIPT)
 
     @classmethod
     def tearDownClass(cls):
         engine("DELETE", f"/images/{cls.image}?force=true")
+
+
+class ImageWithoutPython(OnDerivedImage):
+    """An image with no Python for the command runner: each command gets an exec of its own,
+    with the same results, and run_python says why it cannot run."""
+    NAME, SCRIPT = "nopython", "rm -f /usr/bin/python3*"
 
     def test_commands_run_through_exec(self):
         server = Stdio(image=self.image)
@@ -746,21 +753,14 @@ class ImageWithoutPython(unittest.TestCase):
             self.assertEqual(server.close(), 0)
 
 
-class SlowPython(unittest.TestCase):
+class SlowPython(OnDerivedImage):
     """A command runner that takes longer than usual to greet (an engine starting many
     containers at once) is waited for while it lives: commands go through it, not through an
     exec each for the rest of the session."""
-
-    @classmethod
-    def setUpClass(cls):
-        # python3 on the container's PATH starts 11 s late.
-        cls.image = derived_image(
-            "slowpython", "printf '#!/bin/sh\\nsleep 11\\nexec /usr/bin/python3 \"$@\"\\n' "
-            "> /usr/local/bin/python3 && chmod 755 /usr/local/bin/python3")
-
-    @classmethod
-    def tearDownClass(cls):
-        engine("DELETE", f"/images/{cls.image}?force=true")
+    # python3 on the container's PATH starts 11 s late.
+    NAME = "slowpython"
+    SCRIPT = ("printf '#!/bin/sh\\nsleep 11\\nexec /usr/bin/python3 \"$@\"\\n' "
+              "> /usr/local/bin/python3 && chmod 755 /usr/local/bin/python3")
 
     def test_a_slow_runner_is_waited_for(self):
         server = Stdio(image=self.image)
