@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/local/package_installer.h"
+#include "mcp/crypto.h"
 #include "permissions/presets.h"
 #include "settings.h"
 
@@ -57,19 +58,24 @@ Result<permissions::Ruleset> loadRuleset(const Config& c) {
   return rs;
 }
 
-// Checks the HTTP settings and reads the token.
+// The first line of a token file, without trailing blanks.
+static Result<std::string> readToken(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return invalidArgument(flag + " '" + path + "' cannot be read");
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return invalidArgument(flag + " '" + path + "' is empty");
+  return token;
+}
+
+// Checks the HTTP settings and reads the tokens.
 static Status finishHttp(Config& c) {
   if (c.listenPort() < 0) {
     return invalidArgument("--listen '" + c.listen + "' is not HOST:PORT (port 0 to 65535)");
   }
   if (!c.token_file.empty()) {
-    std::ifstream in(c.token_file, std::ios::binary);
-    if (!in) return invalidArgument("--token-file '" + c.token_file + "' cannot be read");
-    std::getline(in, c.token);
-    while (!c.token.empty() && (c.token.back() == '\r' || c.token.back() == ' ')) {
-      c.token.pop_back();
-    }
-    if (c.token.empty()) return invalidArgument("--token-file '" + c.token_file + "' is empty");
+    BYD_ASSIGN_OR_RETURN(c.token, readToken(c.token_file, "--token-file"));
   } else if (const char* env = getenv("BACKYARD_TOKEN"); env != nullptr && *env != '\0') {
     c.token = env;
   }
@@ -79,6 +85,15 @@ static Status finishHttp(Config& c) {
       return invalidArgument(std::string("--tokens-file names every tenant's token: give it or ") +
                              (c.token_file.empty() ? "BACKYARD_TOKEN" : "--token-file") +
                              ", not both");
+    }
+  }
+  if (!c.admin_token_file.empty()) {
+    if (c.transport != "http") return invalidArgument("--admin-token-file needs --transport http");
+    BYD_ASSIGN_OR_RETURN(c.admin_token, readToken(c.admin_token_file, "--admin-token-file"));
+    if (c.admin_token == c.token) {
+      return invalidArgument(
+          "--admin-token-file holds the token of /mcp: give the operator a "
+          "token of their own");
     }
   }
   const std::string host = c.listenHost();
@@ -298,6 +313,15 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (!c.tokens_file.empty()) {
     BYD_ASSIGN_OR_RETURN(c.tenants, loadTenants(c));
+    if (!c.admin_token.empty()) {
+      BYD_ASSIGN_OR_RETURN(const std::string admin, mcp::sha256Hex(c.admin_token));
+      for (const TenantSpec& t : c.tenants) {
+        if (t.token_sha256 == admin) {
+          return invalidArgument("--admin-token-file holds the token of tenant '" + t.name +
+                                 "': give the operator a token of their own");
+        }
+      }
+    }
   }
   if (c.persist_containers && (c.transport != "http" || c.backend != "docker")) {
     return invalidArgument("--persist-containers needs --transport http and --backend docker");

@@ -65,6 +65,7 @@ struct Config {
   std::string ask_fallback = "deny";
   double ask_timeout_s = 120;
   bool print_ruleset = false;
+  std::string audit_log;          // a JSON line per tool call
   std::string sandbox = "bwrap";  // or "none"
   std::string sandbox_user;       // see SandboxOptions::user
   SandboxLimits sandbox_limits;
@@ -75,6 +76,8 @@ struct Config {
   std::string token_file;                  // the bearer token (else BACKYARD_TOKEN)
   std::string token;                       // read from token_file or the environment
   std::string tokens_file;                 // the tenants, each known by its token
+  std::string admin_token_file;            // the operator's token (/metrics)
+  std::string admin_token;                 // read from admin_token_file
   std::vector<TenantSpec> tenants;         // read from tokens_file
   std::string runtimes_file;               // Docker: the runtimes sessions may pick
   std::vector<RuntimeSpec> runtimes;       // read from runtimes_file

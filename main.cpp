@@ -21,6 +21,7 @@
 #include "backends/local/local_backend.h"
 #include "backends/state/state_backend.h"
 #include "batch.h"
+#include "common/audit_log.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "config.h"
@@ -79,6 +80,24 @@ int main(int argc, char** argv) {
         "whenever the client cannot ask the user");
   }
   const byd::permissions::Guard guard(*rules, fallback);
+  std::unique_ptr<byd::AuditLog> audit;
+  if (!config.audit_log.empty()) {
+    auto opened = byd::AuditLog::open(config.audit_log);
+    if (!opened.ok()) {
+      fprintf(stderr, "backyard-mcp: %s\n", opened.status().message().c_str());
+      return kUsageError;
+    }
+    audit = std::move(*opened);
+    byd::AuditLog::setGlobal(audit.get());
+    struct sigaction hup = {};
+    hup.sa_handler = [](int) { byd::AuditLog::reopenSoon(); };
+    hup.sa_flags = SA_RESTART;
+    sigaction(SIGHUP, &hup, nullptr);
+  }
+  // Calls still running when main returns write nowhere.
+  struct Unset {
+    ~Unset() { byd::AuditLog::setGlobal(nullptr); }
+  } unset_audit;
 
   if (config.transport == "http") return byd::serveHttp(config, guard);
 

@@ -48,6 +48,7 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.port = config.listenPort();
   http.allowed_hosts = config.allowed_hosts;
   http.token = config.token;
+  http.admin_token = config.admin_token;
   // The tenants, each with its own rules where it has them (kept here, beside the server).
   std::deque<byd::permissions::Guard> tenant_guards;
   for (const byd::TenantSpec& spec : config.tenants) {

@@ -174,6 +174,15 @@ class GateStream : public httplib::Stream {
 
 }  // namespace
 
+bool isLoopbackAddress(const std::string& address) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
 bool ElasticTaskQueue::overCapacity() { return t_over_capacity; }
 
 void ElasticTaskQueue::enqueue(std::function<void()> fn) {

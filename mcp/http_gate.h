@@ -20,6 +20,10 @@
 
 namespace byd::mcp {
 
+// Whether a peer address (as cpp-httplib gives it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is
+// this machine's loopback: 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into IPv6.
+bool isLoopbackAddress(const std::string& address);
+
 struct GateOptions {
   std::chrono::milliseconds request_deadline{30000};  // --read-timeout
   size_t max_connections = 1024;                      // open at once, in total

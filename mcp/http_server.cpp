@@ -26,6 +26,34 @@ HttpServer::Impl::Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions 
     tenants.push_back(Tenant{.name = "default"});
     if (options.token.empty()) open_tenant = &tenants.front();
   }
+  sessions_gauge = std::make_unique<metrics::Gauge>("byd_sessions", [this] {
+    std::map<std::string, double> by_tenant;
+    for (const Tenant& t : tenants) by_tenant[t.name] = 0;
+    std::lock_guard lock(mu);
+    for (const auto& [id, s] : sessions) by_tenant[s->tenant->name] += 1;
+    metrics::GaugeSamples samples;
+    for (const auto& [name, n] : by_tenant) samples.push_back({{name}, n});
+    return samples;
+  });
+}
+
+void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response& res) const {
+  if (!options.admin_token.empty()) {
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "bearer ";
+    const bool bearer =
+        auth.size() > prefix.size() && lower(auth.substr(0, prefix.size())) == prefix;
+    if (!bearer || !equalConstantTime(auth.substr(prefix.size()), options.admin_token)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp metrics\"");
+      jsonError(res, 401, rpc::kInvalidRequest, "/metrics needs the operator's bearer token");
+      return;
+    }
+  } else if (!isLoopbackAddress(req.remote_addr)) {
+    jsonError(res, 403, rpc::kInvalidRequest,
+              "/metrics answers loopback clients alone unless --admin-token-file is set");
+    return;
+  }
+  res.set_content(metrics::exposition(), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 // A name without a port stands for its scheme's default port (`default_port`; 0 where the
@@ -59,7 +87,8 @@ bool HttpServer::Impl::admit(const httplib::Request& req, httplib::Response& res
       return false;
     }
   }
-  if (req.path != "/healthz" && tenantOf(req) == nullptr) {
+  // /metrics answers to the operator's token (or to loopback clients), never to a tenant's.
+  if (req.path != "/healthz" && req.path != "/metrics" && tenantOf(req) == nullptr) {
     res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp\"");
     jsonError(res, 401, rpc::kInvalidRequest, "missing or wrong bearer token");
     return false;
@@ -179,6 +208,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::newSession(const Tenant& tena
   if (!made.ok()) return made.status();
   std::shared_ptr<Session> session = std::move(*made);
   session->id = randomHex(16);
+  session->server->setSessionId(session->id);
   session->touch();
   sessions[session->id] = session;
   return session;
@@ -196,6 +226,9 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
   session->backend = std::move(backend);
   ServerOptions options = server_options;
   options.stateless_only = kind == SessionKind::kStateless;
+  options.transport_name = "http";
+  options.tenant = tenant.name;
+  options.session_name = ask.name;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
   if (session->backend.tasks) options.tasks = session->backend.tasks;
   Limits own = tenant.limits.value_or(limits);
@@ -289,6 +322,8 @@ void HttpServer::Impl::routes() {
     res.set_content(json{{"status", "ok"}, {"version", options.version}}.dump(),
                     "application/json");
   });
+  http.Get("/metrics",
+           [this](const httplib::Request& q, httplib::Response& r) { onMetrics(q, r); });
   http.Post("/mcp", [this](const httplib::Request& q, httplib::Response& r) { onPost(q, r); });
   http.Get("/mcp", [this](const httplib::Request& q, httplib::Response& r) { onGet(q, r); });
   http.Delete("/mcp", [this](const httplib::Request& q, httplib::Response& r) { onDelete(q, r); });

@@ -62,6 +62,9 @@ struct HttpOptions {
   // When not empty, every request but /healthz must carry the token of one of them (and
   // `token` is not used).
   std::vector<Tenant> tenants;
+  // The operator's token: GET /metrics needs it when set, and answers loopback clients alone
+  // when not.
+  std::string admin_token;
   // Serves GET /api/sessions, GET /api/sessions/NAME/ls?path=, GET /api/sessions/NAME/read?path=
   // and DELETE /api/sessions/NAME when set.
   std::shared_ptr<const WorkspaceStore> store;

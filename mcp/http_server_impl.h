@@ -21,6 +21,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "common/metrics.h"
 #include "common/text.h"
 #include "mcp/crypto.h"
 #include "mcp/http_gate.h"
@@ -96,6 +97,8 @@ struct HttpServer::Impl {
   std::condition_variable reaper_cv;
   bool stopping = false;
   std::thread reaper;
+  // /metrics' byd_sessions, read from `sessions` (last: gone before what it reads).
+  std::unique_ptr<metrics::Gauge> sessions_gauge;
 
   Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions s, const permissions::Guard* g);
   // A name without a port stands for its scheme's default port (`default_port`; 0 where the
@@ -171,6 +174,8 @@ struct HttpServer::Impl {
   // with Last-Event-ID, any stream of the session resumed after that event.
   void onGet(const httplib::Request& req, httplib::Response& res);
   void onDelete(const httplib::Request& req, httplib::Response& res);
+  // GET /metrics: Prometheus' text format, for the operator's token or a loopback client.
+  void onMetrics(const httplib::Request& req, httplib::Response& res) const;
   void reap();
   void routes();
 };

@@ -54,6 +54,11 @@ struct ServerOptions {
   // Where its tasks (the tasks extension) are kept: shared by the dispatchers of one named
   // session, so a client that comes back to it finds the tasks it started. Null: its own.
   std::shared_ptr<TaskStore> tasks;
+  // Who its calls are audited and counted as (--audit-log, /metrics): "stdio" or "http", the
+  // tenant ("" over stdio) and the session's name ("" for none).
+  std::string transport_name = "stdio";
+  std::string tenant;
+  std::string session_name;
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the
@@ -88,6 +93,8 @@ class Server : public MessageHandler {
   // notifications/cancelled would.
   void cancelRequest(const json& request_id);
   void onOversizedFrame(size_t bytes) override;
+  // The session's id, for its audit lines (HTTP: set once, before its first message).
+  void setSessionId(std::string id) { session_id_ = std::move(id); }
 
   // Cancels everything in flight (their answers are dropped).
   void cancelAll();
@@ -169,7 +176,9 @@ class Server : public MessageHandler {
   Result<json> onComplete(const CompleteParams& p, const Caller& caller);
   Result<json> onCallTool(const CallToolParams& p, const Caller& caller);
   // `task`: the peer of the task the call runs as, if it does.
+  // Audited and counted: the call, its permission decisions, its time and outcome.
   Result<json> runToolCall(const CallToolParams& p, const Caller& caller, Peer* task = nullptr);
+  Result<json> dispatchToolCall(const CallToolParams& p, const Caller& caller, Peer* task);
   // The tasks extension: whether `caller` declared it; a tool's execution.taskSupport
   // ("forbidden", "optional", "required"); `work` started as a task, its CreateTaskResult.
   static bool tasksDeclared(const Caller& caller);
@@ -204,6 +213,7 @@ class Server : public MessageHandler {
   const Limits limits_;
   const ServerOptions options_;
   const permissions::Guard* const guard_;
+  std::string session_id_;
   permissions::DeniedFiles denied_files_;  // hard links to what the rules deny
   permissions::SessionGrants grants_;      // what the user allowed for the rest of the session
   ClientRequests client_requests_;

@@ -137,7 +137,7 @@ Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
   return result;
 }
 
-Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, Peer* task) {
+Result<json> Server::dispatchToolCall(const CallToolParams& p, const Caller& caller, Peer* task) {
   const CancelToken& token = caller.cancel;
   if (const CatalogTool* tool = findCatalogTool(p.name)) {
     // Bad arguments are the model's to fix, so they come back as a tool error, as for the

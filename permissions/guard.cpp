@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "permissions/command_split.h"
+#include "permissions/decision_trail.h"
 #include "permissions/env_policy.h"
 #include "permissions/pip_install.h"
 
@@ -320,6 +321,8 @@ Status Guard::checkShown(Operation op, std::string_view target, std::string_view
   if (grants->covers(op, target)) {
     spdlog::info("permission: {} allowed for {} for this session, as the user said",
                  operationName(op), displayTarget(target));
+    DecisionTrail::note(op, target, d.action, d.source);
+    DecisionTrail::answer("approved earlier for this session");
     if (approved != nullptr) *approved = true;
     return okStatus();
   }
@@ -339,6 +342,7 @@ Status Guard::checkMove(std::string_view from, std::string_view to, Approver* ap
   const std::string both = std::string(from) + " -> " + std::string(to);
   if (!asks(a, from) && !asks(b, to)) {
     spdlog::info("permission: move allowed for '{}' ({}; {})", both, a.source, b.source);
+    DecisionTrail::note(Operation::kMove, both, Action::kAllow, a.source + "; " + b.source);
     return okStatus();
   }
   std::vector<SessionGrant> offer;
@@ -373,6 +377,7 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
                       const std::vector<SessionGrant>& offer, bool* approved) const {
   const std::string what = std::string(operationName(op)) + " " + std::string(actionName(d.action));
   spdlog::info("permission: {} for {} ({})", what, displayTarget(target), d.source);
+  DecisionTrail::note(op, target, d.action, d.source);
   const std::string subject = std::string(operationName(op)) + " for " + displayTarget(target);
   if (d.action == Action::kAllow) return okStatus();
   if (d.action == Action::kDeny) {
@@ -388,6 +393,7 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
       approver ? approver->approve(question) : Result<Answer>(unimplemented("no approver"));
   if (answer.ok()) {
     const bool yes = *answer != Answer::kNo;
+    DecisionTrail::answer(yes ? "approved" : "refused");
     spdlog::info("permission: {} {} by the user{}", subject, yes ? "approved" : "refused",
                  *answer == Answer::kYesForSession ? " for the rest of this session" : "");
     if (*answer == Answer::kYesForSession && approver->grants() != nullptr) {
@@ -399,6 +405,8 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
     }
     return permissionDenied(subject + " needs approval (" + why + ") and the user declined");
   }
+  DecisionTrail::answer(fallback_ == AskFallback::kAllow ? "unanswered: allowed by the fallback"
+                                                         : "unanswered: denied by the fallback");
   if (fallback_ == AskFallback::kAllow) {
     spdlog::warn("permission: {} allowed by --ask-fallback allow ({})", subject,
                  answer.status().message());

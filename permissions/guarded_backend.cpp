@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/python/import_names.h"
+#include "common/metrics.h"
 
 namespace byd::permissions {
 
@@ -126,13 +127,25 @@ Status GuardedBackend::listTyped(const std::string& key, const Detail& detail,
 Result<std::string> GuardedBackend::read(const std::string& key, uint64_t offset,
                                          uint64_t max_bytes) const {
   BYD_RETURN_IF_ERROR(checkRead(key));
-  return inner_.read(key, offset, max_bytes);
+  Result<std::string> data = inner_.read(key, offset, max_bytes);
+  if (data.ok()) {
+    metrics::add("byd_read_bytes_total", {std::string(operationName(op_))},
+                 static_cast<double>(data->size()));
+  }
+  return data;
 }
 
 Status GuardedBackend::readStream(const std::string& key, size_t chunk_bytes,
                                   const std::function<bool(std::string_view)>& sink) const {
   BYD_RETURN_IF_ERROR(checkRead(key));
-  return inner_.readStream(key, chunk_bytes, sink);
+  size_t bytes = 0;
+  Status s = inner_.readStream(key, chunk_bytes, [&](std::string_view chunk) {
+    bytes += chunk.size();
+    return sink(chunk);
+  });
+  metrics::add("byd_read_bytes_total", {std::string(operationName(op_))},
+               static_cast<double>(bytes));
+  return s;
 }
 
 Status GuardedBackend::checkNotDenied(const std::string& key) const {
@@ -197,7 +210,12 @@ Result<WriteOutcome> GuardedBackend::write(const std::string& key, std::string_v
   // The main target was approved in normalize(); a write elsewhere must at least not be denied.
   BYD_RETURN_IF_ERROR(checkNotDenied(key));
   if (denied_files_ != nullptr) denied_files_->invalidate();
-  return inner_.write(key, data, mode);
+  Result<WriteOutcome> written = inner_.write(key, data, mode);
+  if (written.ok()) {
+    metrics::add("byd_written_bytes_total", {std::string(operationName(op_))},
+                 static_cast<double>(data.size()));
+  }
+  return written;
 }
 
 Result<bool> GuardedBackend::makeDir(const std::string& key) {

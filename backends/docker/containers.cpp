@@ -18,6 +18,7 @@
 #include "backends/local/fork_rendezvous.h"
 #include "backends/local/sandbox_seccomp.h"
 #include "backends/state/state_backend.h"
+#include "common/metrics.h"
 #include "common/turnstile.h"
 
 // The Docker backend's containers: the runtime they run under, how one is made (hardened, with
@@ -369,6 +370,7 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
     client_.request("DELETE", "/containers/" + id + "?force=true&v=true").ok();
     return started.status();
   }
+  metrics::add("byd_container_starts_total", {"created"});
   return id;
 }
 
@@ -414,6 +416,7 @@ Result<std::string> DockerBackend::ensureContainer() {
     if (state.ok() && !options_.container_name.empty()) {
       // A kept container that stopped (an engine restart): start it again.
       BYD_RETURN_IF_ERROR(client_.request("POST", "/containers/" + container_ + "/start").status());
+      metrics::add("byd_container_starts_total", {"restarted"});
       dropRunnersOf(container_);
       return container_;
     }
@@ -448,6 +451,7 @@ Result<std::string> DockerBackend::ensureContainer() {
       if (!(*existing)["State"].value("Running", false)) {
         BYD_RETURN_IF_ERROR(
             client_.request("POST", "/containers/" + container_ + "/start").status());
+        metrics::add("byd_container_starts_total", {"restarted"});
       }
       spdlog::info("docker: reattached container {} ({})", options_.container_name, runtime_);
       return container_;

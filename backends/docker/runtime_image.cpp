@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/metrics.h"
+
 namespace byd::docker {
 namespace {
 
@@ -184,8 +186,16 @@ Status ensureImage(const Client& client, const ImageRecipe& recipe,
                              return true;
                            });
   const std::string what = "runtime '" + recipe.runtime + "': the build of " + recipe.tag;
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const bool built = s.ok() && log.error().empty();
+  metrics::add("byd_runtime_builds_total",
+               {recipe.runtime, built                          ? "ok"
+                                : s.code() == Code::kCancelled ? "cancelled"
+                                                               : "error"});
+  metrics::observe("byd_runtime_build_duration_seconds", {recipe.runtime}, took);
   if (s.code() == Code::kCancelled) return cancelled(what + " was cancelled");
-  if (!s.ok() || !log.error().empty()) {
+  if (!built) {
     const std::string why = !log.error().empty() ? log.error() : s.message();
     const std::string tail = log.tail(15);
     spdlog::error("docker: {} failed: {}", what, why);
@@ -193,8 +203,7 @@ Status ensureImage(const Client& client, const ImageRecipe& recipe,
                               (tail.empty() ? "" : "\nIts last lines:\n" + tail));
   }
   BYD_RETURN_IF_ERROR(client.request("GET", "/images/" + urlEncode(recipe.tag) + "/json").status());
-  spdlog::info("docker: runtime '{}' built as {} in {:.1f} s", recipe.runtime, recipe.tag,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  spdlog::info("docker: runtime '{}' built as {} in {:.1f} s", recipe.runtime, recipe.tag, took);
   return okStatus();
 }
 

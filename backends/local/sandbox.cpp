@@ -26,6 +26,7 @@
 
 #include "backends/egress/network_policy.h"
 #include "backends/local/sandbox_cgroup.h"
+#include "common/metrics.h"
 #include "common/supervisor.h"
 
 namespace byd {
@@ -418,6 +419,7 @@ Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {
     }
     if (proxy_listener_) proxy_listener_(std::move(got[0]));
   }
+  metrics::add("byd_sandbox_starts_total", {});
   helper_ = std::make_shared<ZygoteClient>(started.pid, std::move(control),
                                            std::move(started.stderr_r), std::move(started.cgroup));
   return helper_;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "backends/state/state_backend.h"
+#include "permissions/decision_trail.h"
 #include "permissions/guarded_backend.h"
 #include "permissions/presets.h"
 
@@ -514,6 +517,54 @@ TEST(GuardedBackend, OnlyTheFirstReadAfterNormalizeSharesItsLookAtTheRealPath) {
   other.swapped = true;
   EXPECT_FALSE(editor.read("notes.txt", 0, 100).ok());
   EXPECT_EQ(other.looks, 2);
+}
+
+}  // namespace
+}  // namespace byd::permissions
+
+namespace byd::permissions {
+namespace {
+
+TEST(DecisionTrail, NotesEachDecisionOnItsThreadWithTheRuleAndTheAnswer) {
+  const Guard guard =
+      guardFor(json{{"default", "allow"},
+                    {"read", {{"rules", {{{"pattern", "**/.env"}, {"action", "deny"}}}}}},
+                    {"write", {{"default", "ask"}}}});
+  ScriptedApprover yes(true), no(false);
+  DecisionTrail trail;
+  EXPECT_TRUE(guard.check(Operation::kRead, "src/a.txt", nullptr).ok());
+  EXPECT_FALSE(guard.check(Operation::kRead, "x/.env", nullptr).ok());
+  EXPECT_TRUE(guard.check(Operation::kWrite, "out.txt", &yes).ok());
+  EXPECT_FALSE(guard.check(Operation::kWrite, "out2.txt", &no).ok());
+  EXPECT_FALSE(guard.check(Operation::kWrite, "out3.txt", nullptr).ok());
+  std::thread([&] {
+    EXPECT_TRUE(guard.check(Operation::kRead, "elsewhere", nullptr).ok());
+  }).join();
+  const auto& d = trail.decisions();
+  ASSERT_EQ(d.size(), 5u) << "the other thread's decision is not this call's";
+  EXPECT_EQ(d[0].target, "src/a.txt");
+  EXPECT_EQ(d[0].action, Action::kAllow);
+  EXPECT_EQ(d[1].action, Action::kDeny);
+  EXPECT_NE(d[1].rule.find("**/.env"), std::string::npos) << d[1].rule;
+  EXPECT_EQ(d[2].answer, "approved");
+  EXPECT_EQ(d[3].answer, "refused");
+  EXPECT_EQ(d[4].answer, "unanswered: denied by the fallback");
+  for (const NotedDecision& n : d) EXPECT_FALSE(n.rule.empty());
+}
+
+TEST(DecisionTrail, NestedTrailsKeepTheirOwn) {
+  const Guard guard = guardFor(json{{"default", "allow"}});
+  DecisionTrail outer;
+  EXPECT_TRUE(guard.check(Operation::kRead, "a", nullptr).ok());
+  {
+    DecisionTrail inner;
+    EXPECT_TRUE(guard.check(Operation::kRead, "b", nullptr).ok());
+    ASSERT_EQ(inner.decisions().size(), 1u);
+    EXPECT_EQ(inner.decisions()[0].target, "b");
+  }
+  EXPECT_TRUE(guard.check(Operation::kRead, "c", nullptr).ok());
+  ASSERT_EQ(outer.decisions().size(), 2u);
+  EXPECT_EQ(outer.decisions()[1].target, "c");
 }
 
 }  // namespace
