@@ -96,6 +96,11 @@ static Status finishHttp(Config& c) {
           "token of their own");
     }
   }
+  if (c.ui && (c.transport != "http" || c.admin_token.empty())) {
+    return invalidArgument(
+        "--ui needs --transport http and --admin-token-file: the page answers the operator's "
+        "token alone");
+  }
   const std::string host = c.listenHost();
   const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
   if (c.transport == "http" && !loopback && c.token.empty() && c.tokens_file.empty()) {
@@ -277,6 +282,7 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
     s.set(c, value);
     out.origins[s.key] = std::string("flag ") + s.flag;
   }
+  c.origins = out.origins;
   if (c.docker.host.empty()) {
     if (const char* env = getenv("DOCKER_HOST")) c.docker.host = env;
   }

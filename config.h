@@ -5,6 +5,7 @@
 // thread starts.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,9 +66,11 @@ struct Config {
   std::string ask_fallback = "deny";
   double ask_timeout_s = 120;
   bool print_ruleset = false;
-  std::string audit_log;          // a JSON line per tool call
-  std::string sandbox = "bwrap";  // or "none"
-  std::string sandbox_user;       // see SandboxOptions::user
+  std::string audit_log;                       // a JSON line per tool call
+  bool ui = false;                             // HTTP: the operator's page at /ui
+  std::map<std::string, std::string> origins;  // where each setting not at its default came from
+  std::string sandbox = "bwrap";               // or "none"
+  std::string sandbox_user;                    // see SandboxOptions::user
   SandboxLimits sandbox_limits;
   PythonOptions python;
   // HTTP transport.

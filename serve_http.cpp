@@ -11,10 +11,54 @@
 
 #include "mcp/http_server.h"
 #include "session_factory.h"
+#include "settings.h"
 
 namespace {
 
 constexpr int kUsageError = 2;
+
+nlohmann::json limitsJson(const byd::Limits& l) {
+  return {{"max_text_bytes", l.max_text_bytes},
+          {"max_read_bytes", l.max_read_bytes},
+          {"max_results", l.max_results},
+          {"max_timeout_s", l.max_timeout_s},
+          {"max_output_bytes", l.max_output_bytes}};
+}
+
+// What the operator's page shows of the policy: every setting and where it came from, the
+// server's rules, each tenant's limits and rules, each runtime's image, ceilings and network.
+nlohmann::json policyOf(const byd::Config& config, const byd::permissions::Guard& guard) {
+  using nlohmann::json;
+  json tenants = json::array();
+  for (const byd::TenantSpec& t : config.tenants) {
+    tenants.push_back({{"name", t.name},
+                       {"max_sessions", t.max_sessions},
+                       {"ruleset", t.ruleset ? t.ruleset->name() : guard.ruleset().name()},
+                       {"rules", t.ruleset ? t.ruleset->json() : json(nullptr)},
+                       {"limits", limitsJson(t.limits.value_or(config.limits))},
+                       {"workspace_root", t.workspace_root},
+                       {"runtimes", t.runtimes ? json(*t.runtimes) : json(nullptr)}});
+  }
+  json runtimes = json::array();
+  for (const byd::RuntimeSpec& r : config.runtimes) {
+    json one = {{"name", r.name}, {"description", r.description}, {"image", r.image}};
+    if (r.recipe) {
+      one["base_image"] = r.recipe->base_image;
+      one["packages"] = {{"apt", r.recipe->apt}, {"pip", r.recipe->pip}, {"npm", r.recipe->npm}};
+    }
+    one["memory_bytes"] = r.memory_bytes ? json(*r.memory_bytes) : json(nullptr);
+    one["cpus"] = r.cpus ? json(*r.cpus) : json(nullptr);
+    one["pids"] = r.pids ? json(*r.pids) : json(nullptr);
+    one["max_timeout_s"] = r.max_timeout_s ? json(*r.max_timeout_s) : json(nullptr);
+    one["network"] = r.network;
+    runtimes.push_back(std::move(one));
+  }
+  return {{"settings", byd::describeSettings(config, config.origins)},
+          {"ruleset", {{"name", guard.ruleset().name()}, {"rules", guard.ruleset().json()}}},
+          {"limits", limitsJson(config.limits)},
+          {"tenants", std::move(tenants)},
+          {"runtimes", std::move(runtimes)}};
+}
 
 int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   byd::mcp::blockStopSignals();
@@ -49,6 +93,8 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.allowed_hosts = config.allowed_hosts;
   http.token = config.token;
   http.admin_token = config.admin_token;
+  http.ui = config.ui;
+  if (config.ui) http.policy = policyOf(config, guard);
   // The tenants, each with its own rules where it has them (kept here, beside the server).
   std::deque<byd::permissions::Guard> tenant_guards;
   for (const byd::TenantSpec& spec : config.tenants) {

@@ -37,13 +37,17 @@ HttpServer::Impl::Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions 
   });
 }
 
+bool HttpServer::Impl::fromOperator(const httplib::Request& req) const {
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "bearer ";
+  return !options.admin_token.empty() && auth.size() > prefix.size() &&
+         lower(auth.substr(0, prefix.size())) == prefix &&
+         equalConstantTime(auth.substr(prefix.size()), options.admin_token);
+}
+
 void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response& res) const {
   if (!options.admin_token.empty()) {
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "bearer ";
-    const bool bearer =
-        auth.size() > prefix.size() && lower(auth.substr(0, prefix.size())) == prefix;
-    if (!bearer || !equalConstantTime(auth.substr(prefix.size()), options.admin_token)) {
+    if (!fromOperator(req)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp metrics\"");
       jsonError(res, 401, rpc::kInvalidRequest, "/metrics needs the operator's bearer token");
       return;
@@ -88,7 +92,9 @@ bool HttpServer::Impl::admit(const httplib::Request& req, httplib::Response& res
     }
   }
   // /metrics answers to the operator's token (or to loopback clients), never to a tenant's.
-  if (req.path != "/healthz" && req.path != "/metrics" && tenantOf(req) == nullptr) {
+  const bool operators =
+      req.path == "/metrics" || req.path == "/ui" || req.path.rfind("/ui/", 0) == 0;
+  if (req.path != "/healthz" && !operators && tenantOf(req) == nullptr) {
     res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp\"");
     jsonError(res, 401, rpc::kInvalidRequest, "missing or wrong bearer token");
     return false;
@@ -229,6 +235,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
   options.transport_name = "http";
   options.tenant = tenant.name;
   options.session_name = ask.name;
+  options.keep_activity = this->options.ui;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
   if (session->backend.tasks) options.tasks = session->backend.tasks;
   Limits own = tenant.limits.value_or(limits);
@@ -336,6 +343,7 @@ void HttpServer::Impl::routes() {
   http.Post("/messages",
             [this](const httplib::Request& q, httplib::Response& r) { onLegacyPost(q, r); });
   if (options.store) apiRoutes();
+  if (options.ui) uiRoutes();
   http.Put("/mcp", not_allowed);
   http.Patch("/mcp", not_allowed);
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {

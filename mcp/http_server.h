@@ -65,6 +65,10 @@ struct HttpOptions {
   // The operator's token: GET /metrics needs it when set, and answers loopback clients alone
   // when not.
   std::string admin_token;
+  // Serves the operator's page at /ui (needs admin_token); `policy` is what its page shows of
+  // tenants, runtimes, rules and settings.
+  bool ui = false;
+  nlohmann::json policy = nlohmann::json::object();
   // Serves GET /api/sessions, GET /api/sessions/NAME/ls?path=, GET /api/sessions/NAME/read?path=
   // and DELETE /api/sessions/NAME when set.
   std::shared_ptr<const WorkspaceStore> store;

@@ -176,6 +176,12 @@ struct HttpServer::Impl {
   void onDelete(const httplib::Request& req, httplib::Response& res);
   // GET /metrics: Prometheus' text format, for the operator's token or a loopback client.
   void onMetrics(const httplib::Request& req, httplib::Response& res) const;
+  // Whether the request carries the operator's token (compared in constant time).
+  bool fromOperator(const httplib::Request& req) const;
+  // The operator's page (--ui) and its API under /ui/api/, which needs the operator's token.
+  void uiRoutes();
+  // What the page shows live: capacity, and each open session.
+  json uiState() const;
   void reap();
   void routes();
 };

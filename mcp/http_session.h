@@ -286,6 +286,7 @@ struct Session {
   std::mutex batch_mu;  // and one batch at a time
   std::atomic<int> open_requests{0};
   std::atomic<int64_t> last_used{0};  // Clock ticks
+  int64_t created = std::chrono::steady_clock::now().time_since_epoch().count();
 
   void touch() { last_used = std::chrono::steady_clock::now().time_since_epoch().count(); }
   // Held while a POST waits for its answer: the session is not idle then, and its idle time

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,6 +60,8 @@ struct ServerOptions {
   std::string transport_name = "stdio";
   std::string tenant;
   std::string session_name;
+  // Keeps its last calls' audit lines for recentCalls() (the operator's page).
+  bool keep_activity = false;
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the
@@ -95,6 +98,8 @@ class Server : public MessageHandler {
   void onOversizedFrame(size_t bytes) override;
   // The session's id, for its audit lines (HTTP: set once, before its first message).
   void setSessionId(std::string id) { session_id_ = std::move(id); }
+  // Its last calls' audit lines, oldest first (with keep_activity), numbered by `seq`.
+  json recentCalls() const;
 
   // Cancels everything in flight (their answers are dropped).
   void cancelAll();
@@ -214,6 +219,9 @@ class Server : public MessageHandler {
   const ServerOptions options_;
   const permissions::Guard* const guard_;
   std::string session_id_;
+  mutable std::mutex activity_mu_;
+  std::deque<json> activity_;  // the last kActivityKept audit lines
+  uint64_t activity_seq_ = 0;
   permissions::DeniedFiles denied_files_;  // hard links to what the rules deny
   permissions::SessionGrants grants_;      // what the user allowed for the rest of the session
   ClientRequests client_requests_;

@@ -83,7 +83,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
   metrics::observe("byd_tool_call_duration_seconds", {p.name}, ms / 1000);
 
   AuditLog* log = AuditLog::global();
-  if (log == nullptr) return result;
+  if (log == nullptr && !options_.keep_activity) return result;
   json line = {{"time", utcNow()},
                {"transport", options_.transport_name},
                {"tenant", options_.tenant},
@@ -108,8 +108,20 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
     if (why.size() > 300) why = std::string(utf8Truncate(why, 300)) + "…";
     line["error"] = why;
   }
-  log->write(line.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (log != nullptr) log->write(line.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (options_.keep_activity) {
+    constexpr size_t kActivityKept = 200;
+    std::lock_guard lock(activity_mu_);
+    line["seq"] = ++activity_seq_;
+    activity_.push_back(std::move(line));
+    if (activity_.size() > kActivityKept) activity_.pop_front();
+  }
   return result;
+}
+
+json Server::recentCalls() const {
+  std::lock_guard lock(activity_mu_);
+  return json(activity_);
 }
 
 }  // namespace byd::mcp

@@ -18,15 +18,6 @@ if [[ ! -x "$binary" ]]; then
   exit 2
 fi
 
-npm_flags=(--prefix "$here" --no-audit --no-fund --prefer-offline --loglevel=error)
-lock="$here/package-lock.json"
-stamp="$here/node_modules/.installed-lock.json"
-if [[ ! -f "$lock" ]]; then
-  npm install "${npm_flags[@]}" >/dev/null
-elif ! cmp -s "$lock" "$stamp"; then
-  # node_modules is missing or was installed from another lock: install exactly the lock.
-  npm ci "${npm_flags[@]}" >/dev/null
-  cp "$lock" "$stamp"
-fi
+"$repo/scripts/npm-ci" "$here"
 
 exec node "$here/e2e.mjs" "$binary"

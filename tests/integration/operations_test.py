@@ -181,7 +181,8 @@ class OverHttp(Workspace):
         self.assertEqual(line["tenant"], "default")
         self.assertEqual(line["session"], sid[:8])
         self.assertEqual(line["outcome"], "denied")
-        self.assertNotIn(sid, open(self.log).read(), "the whole session id is never logged")
+        with open(self.log, encoding="utf-8") as f:
+            self.assertNotIn(sid, f.read(), "the whole session id is never logged")
 
     def test_metrics_need_the_operators_token(self):
         s = self.serve("--token-file", self.token_file, "--admin-token-file", self.admin_file)
@@ -235,6 +236,18 @@ class OverHttp(Workspace):
         status, _, body = self.metrics(s)
         self.assertEqual(status, 200, body)
         self.assertIn(b"# TYPE byd_tool_calls_total counter", body)
+
+    def test_the_page_needs_the_operators_token(self):
+        r = subprocess.run([BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--root",
+                            self.root, "--ui"], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"--ui needs", r.stderr)
+        self.assertIn(b"--admin-token-file", r.stderr)
+        s = self.serve()  # without --ui there is no page, and no way around the tokens
+        for path in ("/ui", "/ui/api/state"):
+            status, _, _ = s.request("GET", path)
+            self.assertEqual(status, 404, path)
 
     def test_the_operators_token_must_be_their_own(self):
         with open(self.admin_file, "w") as f:

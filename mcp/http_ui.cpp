@@ -1,0 +1,190 @@
+#include "mcp/http_server_impl.h"
+
+// The operator's page (--ui): GET /ui is one self-contained HTML file (mcp/ui/index.html,
+// compiled in), served with a Content-Security-Policy that lets it load nothing and talk to
+// nothing but this server. Its API, under /ui/api/, answers only the operator's token
+// (--admin-token-file):
+//   GET    /ui/api/state                    capacity and the open sessions (JSON)
+//   GET    /ui/api/events                   the same, as server-sent events, when it changes
+//   GET    /ui/api/policy                   tenants, runtimes, rules, settings and origins
+//   GET    /ui/api/sessions/ID/activity     the session's last calls, as the audit log has them
+//   POST   /ui/api/sessions/ID/mcp          one JSON-RPC message into the session, answered as
+//                                           a POST to /mcp is (JSON, or SSE with progress)
+//   DELETE /ui/api/sessions/ID              ends the session
+// What the page runs goes to the session's own dispatcher: the same rules, approvals, limits
+// and backend as its client's calls, audited as its calls are.
+
+namespace byd {
+extern const char kUiPage[];
+}  // namespace byd
+
+namespace byd::mcp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(int64_t ticks) {
+  return std::chrono::duration<double>(Clock::now() - Clock::time_point(Clock::duration(ticks)))
+      .count();
+}
+
+void noStore(httplib::Response& res) { res.set_header("Cache-Control", "no-store"); }
+
+}  // namespace
+
+json HttpServer::Impl::uiState() const {
+  json sessions_out = json::array();
+  std::map<std::string, size_t> by_tenant;
+  size_t open = 0;
+  {
+    std::lock_guard lock(mu);
+    open = sessions.size();
+    for (const auto& [id, s] : sessions) {
+      ++by_tenant[s->tenant->name];
+      sessions_out.push_back(
+          {{"id", id},
+           {"tenant", s->tenant->name},
+           {"name", s->name},
+           {"runtime", s->backend.runtime},
+           {"backend", std::string(s->backend.backend->kind())},
+           {"age_s", std::floor(secondsSince(s->created))},
+           {"idle_s", s->open_requests > 0 ? 0.0 : std::floor(secondsSince(s->last_used))},
+           {"calls", s->server->activeCalls()},
+           {"tasks", s->server->runningTasks()}});
+    }
+  }
+  json tenants_out = json::array();
+  for (const Tenant& t : tenants) {
+    tenants_out.push_back({{"name", t.name},
+                           {"open", by_tenant[t.name]},
+                           {"max_sessions", t.max_sessions == SIZE_MAX ? json(options.max_sessions)
+                                                                       : json(t.max_sessions)}});
+  }
+  return {{"capacity", {{"open", open}, {"max_sessions", options.max_sessions}}},
+          {"tenants", std::move(tenants_out)},
+          {"sessions", std::move(sessions_out)}};
+}
+
+void HttpServer::Impl::uiRoutes() {
+  http.Get("/ui", [](const httplib::Request&, httplib::Response& res) {
+    // One nonce per answer: the page's own script and style run, nothing injected does.
+    const std::string nonce = base64Encode(randomHex(16));
+    std::string page = kUiPage;
+    for (size_t at = page.find("__NONCE__"); at != std::string::npos;
+         at = page.find("__NONCE__", at + nonce.size())) {
+      page.replace(at, 9, nonce);
+    }
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" +
+                       nonce +
+                       "'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; "
+                       "form-action 'none'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    noStore(res);
+    res.set_content(page, "text/html; charset=utf-8");
+  });
+  // Every /ui/api/ route: the operator's token, else 401 (and nothing said of what is there).
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  const auto operatorOnly = [this](Handler handler) {
+    return
+        [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+          noStore(res);
+          if (!fromOperator(req)) {
+            res.set_header("WWW-Authenticate", "Bearer realm=\"backyard-mcp operator\"");
+            jsonError(res, 401, rpc::kInvalidRequest, "the operator's bearer token is needed");
+            return;
+          }
+          handler(req, res);
+        };
+  };
+  // A route on one session by its id; 404 when there is none.
+  using SessionHandler = std::function<void(const httplib::Request&, httplib::Response&,
+                                            const std::shared_ptr<Session>&)>;
+  const auto onSession = [this, operatorOnly](SessionHandler handler) {
+    return operatorOnly(
+        [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+          std::shared_ptr<Session> session;
+          {
+            std::lock_guard lock(mu);
+            auto it = sessions.find(std::string(req.matches[1]));
+            if (it != sessions.end()) session = it->second;
+          }
+          if (!session) {
+            jsonError(res, 404, rpc::kInvalidRequest, "no such session");
+            return;
+          }
+          handler(req, res, session);
+        });
+  };
+  http.Get("/ui/api/state", operatorOnly([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(uiState().dump(), "application/json");
+           }));
+  http.Get("/ui/api/policy", operatorOnly([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(options.policy.dump(), "application/json");
+           }));
+  http.Get("/ui/api/events", operatorOnly([this](const httplib::Request&, httplib::Response& res) {
+             // The state whenever it changes (looked at twice a second), a comment every 15 s
+             // otherwise, until the page goes or the server stops.
+             auto last = std::make_shared<std::string>();
+             auto quiet_since = std::make_shared<Clock::time_point>(Clock::now());
+             res.set_header("Cache-Control", "no-store");
+             res.set_chunked_content_provider(
+                 "text/event-stream", [this, last, quiet_since](size_t, httplib::DataSink& sink) {
+                   {
+                     std::unique_lock lock(mu);
+                     if (stopping) return false;
+                   }
+                   std::string now = uiState().dump();
+                   if (now != *last) {
+                     *last = now;
+                     *quiet_since = Clock::now();
+                     const std::string event = "event: state\ndata: " + now + "\n\n";
+                     return sink.write(event.data(), event.size());
+                   }
+                   if (Clock::now() - *quiet_since > std::chrono::seconds(15)) {
+                     *quiet_since = Clock::now();
+                     if (!sink.write(": still here\n\n", 14)) return false;
+                   }
+                   std::unique_lock lock(mu);
+                   reaper_cv.wait_for(lock, std::chrono::milliseconds(500),
+                                      [this] { return stopping; });
+                   return !stopping;
+                 });
+           }));
+  http.Get(R"(/ui/api/sessions/([0-9a-f]+)/activity)",
+           onSession([](const httplib::Request&, httplib::Response& res,
+                        const std::shared_ptr<Session>& session) {
+             res.set_content(session->server->recentCalls().dump(), "application/json");
+           }));
+  http.Delete(R"(/ui/api/sessions/([0-9a-f]+))",
+              onSession([this](const httplib::Request&, httplib::Response& res,
+                               const std::shared_ptr<Session>& session) {
+                spdlog::info("http: session {}… ended by the operator", session->id.substr(0, 8));
+                endSession(session->id);
+                res.status = 204;
+              }));
+  http.Post(R"(/ui/api/sessions/([0-9a-f]+)/mcp)",
+            onSession([this](const httplib::Request& req, httplib::Response& res,
+                             const std::shared_ptr<Session>& session) {
+              if (refuseWhileStopping(res)) return;
+              Result<json> parsed = parseJson(req.body);
+              const bool one = parsed.ok() && parsed->is_object() &&
+                               parsed->value("jsonrpc", "") == "2.0" &&
+                               parsed->contains("method") && (*parsed)["method"].is_string() &&
+                               (!parsed->contains("id") || (*parsed)["id"].is_string());
+              if (!one) {
+                jsonError(res, 400, rpc::kInvalidRequest,
+                          "the body must be one JSON-RPC 2.0 request or notification, its id a "
+                          "string");
+                return;
+              }
+              if ((*parsed)["method"] == "initialize") {
+                jsonError(res, 400, rpc::kInvalidRequest, "the session is initialized already");
+                return;
+              }
+              post(session, *parsed, res);
+            }));
+}
+
+}  // namespace byd::mcp
