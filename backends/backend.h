@@ -234,12 +234,23 @@ class Executor {
   virtual bool installsPackages() const { return false; }
 };
 
+// What a workspace's processes use now, and their ceilings where there are any.
+struct ResourceUse {
+  uint64_t memory_bytes = 0;  // resident
+  std::optional<uint64_t> memory_limit;
+  double cpu_seconds = 0;           // since they started
+  std::optional<double> cpu_limit;  // in cores
+};
+
 // A workspace: its files, and the executor that runs code in it if it has one.
 class Backend : public FileSystem {
  public:
   // Null when the backend runs no code (State; Local without a sandbox): execute and
   // run_python are then not offered.
   virtual Executor* executor() { return nullptr; }
+  // What its processes use (for the operator's page); none while nothing of it runs. May ask
+  // an engine: not for hot paths.
+  virtual std::optional<ResourceUse> resourceUse() { return std::nullopt; }
 };
 
 // Joins a directory key and an entry name into the entry's key.

@@ -182,6 +182,17 @@ struct HttpServer::Impl {
   void uiRoutes();
   // What the page shows live: capacity, and each open session.
   json uiState() const;
+  // Each session's resource use as the page last sampled it (at most every few seconds: a
+  // container's stats cost an engine request), by session id.
+  struct UseSample {
+    std::chrono::steady_clock::time_point at;
+    std::optional<ResourceUse> use;
+    std::optional<double> cpu_percent;  // over the time since the sample before
+  };
+  mutable std::mutex use_mu;
+  mutable std::map<std::string, UseSample> use_samples;
+  // The resource use of `session` for the page (JSON: memory and CPU against their ceilings).
+  json sessionUse(const std::string& id, Backend& backend) const;
   void reap();
   void routes();
 };

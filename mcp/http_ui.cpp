@@ -32,14 +32,48 @@ void noStore(httplib::Response& res) { res.set_header("Cache-Control", "no-store
 
 }  // namespace
 
+json HttpServer::Impl::sessionUse(const std::string& id, Backend& backend) const {
+  constexpr auto kEvery = std::chrono::seconds(3);
+  const auto now = Clock::now();
+  std::optional<UseSample> last;
+  {
+    std::lock_guard lock(use_mu);
+    if (auto it = use_samples.find(id); it != use_samples.end()) last = it->second;
+  }
+  UseSample sample;
+  if (last && now - last->at < kEvery) {
+    sample = *last;
+  } else {
+    sample.at = now;
+    sample.use = backend.resourceUse();
+    if (last && last->use && sample.use) {
+      const double wall = std::chrono::duration<double>(now - last->at).count();
+      const double cpu = sample.use->cpu_seconds - last->use->cpu_seconds;
+      if (wall > 0 && cpu >= 0) sample.cpu_percent = 100 * cpu / wall;
+    }
+    std::lock_guard lock(use_mu);
+    use_samples[id] = sample;
+  }
+  if (!sample.use) return nullptr;
+  const ResourceUse& u = *sample.use;
+  return {{"memory_bytes", u.memory_bytes},
+          {"memory_limit", u.memory_limit ? json(*u.memory_limit) : json(nullptr)},
+          {"cpu_seconds", std::round(u.cpu_seconds * 100) / 100},
+          {"cpu_percent",
+           sample.cpu_percent ? json(std::round(*sample.cpu_percent * 10) / 10) : json(nullptr)},
+          {"cpu_limit", u.cpu_limit ? json(*u.cpu_limit) : json(nullptr)}};
+}
+
 json HttpServer::Impl::uiState() const {
   json sessions_out = json::array();
   std::map<std::string, size_t> by_tenant;
+  std::vector<std::shared_ptr<Session>> open_sessions;
   size_t open = 0;
   {
     std::lock_guard lock(mu);
     open = sessions.size();
     for (const auto& [id, s] : sessions) {
+      open_sessions.push_back(s);
       ++by_tenant[s->tenant->name];
       sessions_out.push_back(
           {{"id", id},
@@ -52,6 +86,17 @@ json HttpServer::Impl::uiState() const {
            {"calls", s->server->activeCalls()},
            {"tasks", s->server->runningTasks()}});
     }
+  }
+  // Outside the lock: a container's stats are an engine request.
+  for (size_t i = 0; i < open_sessions.size(); ++i) {
+    sessions_out[i]["use"] = sessionUse(open_sessions[i]->id, *open_sessions[i]->backend.backend);
+  }
+  {
+    std::lock_guard lock(use_mu);
+    std::erase_if(use_samples, [&](const auto& entry) {
+      return std::none_of(open_sessions.begin(), open_sessions.end(),
+                          [&](const auto& s) { return s->id == entry.first; });
+    });
   }
   json tenants_out = json::array();
   for (const Tenant& t : tenants) {
@@ -183,6 +228,7 @@ void HttpServer::Impl::uiRoutes() {
                 jsonError(res, 400, rpc::kInvalidRequest, "the session is initialized already");
                 return;
               }
+              if (parsed->contains("id")) session->server->markOperatorRequest((*parsed)["id"]);
               post(session, *parsed, res);
             }));
 }

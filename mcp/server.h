@@ -100,6 +100,8 @@ class Server : public MessageHandler {
   void setSessionId(std::string id) { session_id_ = std::move(id); }
   // Its last calls' audit lines, oldest first (with keep_activity), numbered by `seq`.
   json recentCalls() const;
+  // The request with this id comes from the operator's page: its audit line says so.
+  void markOperatorRequest(const json& id);
 
   // Cancels everything in flight (their answers are dropped).
   void cancelAll();
@@ -222,8 +224,9 @@ class Server : public MessageHandler {
   mutable std::mutex activity_mu_;
   std::deque<json> activity_;  // the last kActivityKept audit lines
   uint64_t activity_seq_ = 0;
-  permissions::DeniedFiles denied_files_;  // hard links to what the rules deny
-  permissions::SessionGrants grants_;      // what the user allowed for the rest of the session
+  std::set<std::string> operator_requests_;  // ids (idKey) of the page's requests not yet run
+  permissions::DeniedFiles denied_files_;    // hard links to what the rules deny
+  permissions::SessionGrants grants_;        // what the user allowed for the rest of the session
   ClientRequests client_requests_;
   std::map<std::string, Method, std::less<>> methods_;
 

@@ -6,6 +6,7 @@
 #include "common/metrics.h"
 #include "common/redact.h"
 #include "common/text.h"
+#include "mcp/request_scope.h"
 #include "mcp/server.h"
 #include "mcp/server_helpers.h"
 #include "permissions/decision_trail.h"
@@ -54,8 +55,19 @@ std::string errorText(const Result<json>& result) {
 
 }  // namespace
 
+void Server::markOperatorRequest(const json& id) {
+  std::lock_guard lock(activity_mu_);
+  if (operator_requests_.size() >= 1024) operator_requests_.clear();  // never answered: dropped
+  operator_requests_.insert(idKey(id));
+}
+
 Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, Peer* task) {
   const auto start = std::chrono::steady_clock::now();
+  bool from_operator = false;
+  if (const json* id = currentRequest(); id != nullptr) {
+    std::lock_guard lock(activity_mu_);
+    from_operator = operator_requests_.erase(idKey(*id)) > 0;
+  }
   permissions::DecisionTrail trail;
   Result<json> result = dispatchToolCall(p, caller, task);
   const double ms = msSince(start);
@@ -89,6 +101,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
                {"tenant", options_.tenant},
                {"session", session_id_.substr(0, 8)},
                {"session_name", options_.session_name},
+               {"via", from_operator ? "operator page" : "client"},
                {"tool", p.name},
                {"arguments", summarizeArguments(p.arguments)},
                {"duration_ms", std::round(ms * 10) / 10},

@@ -294,6 +294,31 @@ DockerBackend::~DockerBackend() {
   }
 }
 
+std::optional<ResourceUse> DockerBackend::resourceUse() {
+  std::string id;
+  {
+    std::lock_guard lock(mu_);
+    id = container_;
+  }
+  if (id.empty()) return std::nullopt;
+  auto stats = client_.request("GET", "/containers/" + id + "/stats?stream=false&one-shot=true");
+  if (!stats.ok() || !stats->is_object()) return std::nullopt;
+  const json memory = stats->value("memory_stats", json::object());
+  const json detail = memory.value("stats", json::object());
+  ResourceUse use;
+  // As `docker stats` shows it: the page cache that can be dropped does not count.
+  const uint64_t usage = memory.value("usage", uint64_t{0});
+  const uint64_t cache = detail.value("inactive_file", detail.value("cache", uint64_t{0}));
+  use.memory_bytes = usage > cache ? usage - cache : usage;
+  if (const uint64_t limit = memory.value("limit", uint64_t{0}); limit > 0) {
+    use.memory_limit = limit;
+  }
+  const json cpu = stats->value("cpu_stats", json::object()).value("cpu_usage", json::object());
+  use.cpu_seconds = static_cast<double>(cpu.value("total_usage", uint64_t{0})) / 1e9;
+  if (options_.cpus > 0) use.cpu_limit = options_.cpus;
+  return use;
+}
+
 std::string DockerBackend::homeVariable() const {
   return options_.home_dir.empty() ? "HOME=/tmp" : "HOME=" + std::string(kContainerHome);
 }

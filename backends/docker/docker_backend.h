@@ -121,6 +121,8 @@ class DockerBackend : public Backend, public Executor {
   Result<WriteOutcome> write(const std::string& key, std::string_view data,
                              WriteMode mode) override;
   Executor* executor() override { return this; }
+  // From the engine's stats of its container (none before it has one).
+  std::optional<ResourceUse> resourceUse() override;
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
   Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,

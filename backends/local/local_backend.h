@@ -62,6 +62,9 @@ class LocalBackend : public Backend, public Executor {
   // None without a sandbox (bubblewrap missing); under --sandbox none, commands but no Python.
   Executor* executor() override { return sandbox_ ? this : nullptr; }
   bool runsPython() const override { return python_ != nullptr; }
+  std::optional<ResourceUse> resourceUse() override {
+    return sandbox_ ? sandbox_->resourceUse() : std::nullopt;
+  }
   Result<ExecResult> execute(const ExecRequest& request, const CancelToken& cancel) override;
   Result<PythonResult> runPython(const PythonRequest& request, const CancelToken& cancel) override;
   Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,

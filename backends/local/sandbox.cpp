@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/egress/network_policy.h"
+#include "backends/local/process_use.h"
 #include "backends/local/sandbox_cgroup.h"
 #include "common/metrics.h"
 #include "common/supervisor.h"
@@ -377,6 +378,22 @@ Result<RunResult> Sandbox::runUnchecked(const RunRequest& request,
                           request, cancel, start_time);
   kill_all();  // anything left of its session
   return r;
+}
+
+std::optional<ResourceUse> Sandbox::resourceUse() const {
+  pid_t pid = 0;
+  {
+    std::lock_guard lock(helper_mu_);
+    if (helper_) pid = helper_->pid();
+  }
+  if (pid <= 0) return std::nullopt;
+  const std::optional<TreeUse> tree = processTreeUse(pid);
+  if (!tree) return std::nullopt;
+  ResourceUse use;
+  use.memory_bytes = tree->rss_bytes;
+  use.cpu_seconds = tree->cpu_seconds;
+  if (options_.limits.memory_bytes > 0) use.memory_limit = options_.limits.memory_bytes;
+  return use;
 }
 
 Result<std::shared_ptr<ZygoteClient>> Sandbox::helper() const {

@@ -158,6 +158,13 @@ class Sandbox {
                                    bool stdin_pipe, bool own_cgroup, bool linger = false) const;
   // The running helper, started (again) when there is none.
   Result<std::shared_ptr<ZygoteClient>> helper() const;
+
+ public:
+  // What the helper and everything below it (commands, kernels) use now; none before the
+  // helper has started. The memory ceiling is each run's (--sandbox-memory).
+  std::optional<ResourceUse> resourceUse() const;
+
+ private:
   std::vector<std::pair<int, rlim_t>> rlimits() const;
   Status prepare() const;
 

@@ -71,6 +71,8 @@ std::optional<int> runSandboxHelper(int argc, char** argv);
 class ZygoteClient {
  public:
   ZygoteClient(pid_t pid, UniqueFd control, UniqueFd stderr_r, CgroupRun cgroup);
+  // The helper's process (on this machine's pids): every command and kernel runs below it.
+  pid_t pid() const { return pid_; }
   ~ZygoteClient();
   ZygoteClient(const ZygoteClient&) = delete;
   ZygoteClient& operator=(const ZygoteClient&) = delete;

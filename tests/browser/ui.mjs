@@ -162,6 +162,11 @@ try {
     await page.waitForFunction(() => /\[exit 0\]/.test(document.querySelector('#term-out').textContent), WAIT);
     const out = await page.$eval('#term-out', (e) => e.textContent);
     assert.match(out, /step1\s*step2\s*step3\s*step4/);
+    // Its sandbox runs now: the sessions view shows its memory against the ceiling.
+    await page.click('nav button[data-view="sessions"]');
+    await page.waitForFunction((id) => /MiB \/ 1\.0 GiB/.test(
+      document.querySelector(`tr[data-id="${id}"] td:nth-child(9)`).textContent), WAIT, sid);
+    await page.click(`tr[data-id="${sid}"] button`);
   });
 
   await check('the terminal keeps a history and cancels a command', async () => {
@@ -255,6 +260,10 @@ try {
     const denied = await texts(page, '#activity tr.denied td');
     assert.equal(denied[1], 'execute');
     assert.equal(denied[4], 'denied');
+    assert.equal(denied[6], 'page');
+    const rows = await page.$$eval('#activity tbody tr', (trs) => trs.map((r) => [...r.children].map((c) => c.textContent)));
+    assert.equal(rows[0][1], 'read_file', 'newest first');
+    assert.equal(rows[0][6], 'client', 'the agent\'s own call');
   });
 
   await check('the runtimes and policy view shows the rules and where settings came from', async () => {

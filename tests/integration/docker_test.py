@@ -464,10 +464,15 @@ def mcp_request(port, method, path, body=None, sid=None):
 class HttpSessions(unittest.TestCase):
     def test_two_sessions_two_containers_and_nothing_left(self):
         baseline = {c["Id"] for c in our_containers()}
+        admin = tempfile.NamedTemporaryFile("w", prefix="byd-admin-")
+        admin.write("operator-token-for-docker-0123\n")
+        admin.flush()
+        self.addCleanup(admin.close)
         proc = subprocess.Popen(
             [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
              "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
-             "--ask-fallback", "allow", "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             "--ask-fallback", "allow", "--log-level", "warn", "--ui", "--admin-token-file",
+             admin.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         port = None
         while port is None:  # the address comes after any warnings
             line = proc.stderr.readline()
@@ -498,6 +503,20 @@ class HttpSessions(unittest.TestCase):
             self.assertEqual(len({c["Id"] for c in our_containers()} - baseline), 2)
             listing = call(b, "execute", {"command": "ls; cat /workspace/alpha.txt || echo none"})
             self.assertEqual(listing["structuredContent"]["stdout"], "beta.txt\nnone\n")
+
+            # The operator's page shows each container's memory and CPU against its ceilings.
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("GET", "/ui/api/state",
+                         headers={"Authorization": "Bearer operator-token-for-docker-0123"})
+            state = json.loads(conn.getresponse().read())
+            conn.close()
+            uses = {s["id"]: s["use"] for s in state["sessions"]}
+            self.assertEqual(set(uses), {a, b})
+            for use in uses.values():
+                self.assertGreater(use["memory_bytes"], 0, use)
+                self.assertEqual(use["memory_limit"], 1 << 30, use)
+                self.assertEqual(use["cpu_limit"], 1.0, use)
+                self.assertGreater(use["cpu_seconds"], 0, use)
 
             mounts = [m["Source"] for c in our_containers() if c["Id"] not in baseline
                       for m in c["Mounts"] if m["Destination"] == "/workspace"]
@@ -578,6 +597,17 @@ class PersistedContainers(unittest.TestCase):
         found = engine("GET", "/containers/" + self.kept() + "/json") or {}
         return found.get("Id"), found.get("State", {}).get("Status")
 
+    def container_starts(self):
+        """/metrics' byd_container_starts_total, by how (a loopback client needs no token)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        self.assertEqual(resp.status, 200, text)
+        return {how: float(n) for how, n in
+                re.findall(r'^byd_container_starts_total\{how="(\w+)"\} (\S+)$', text, re.M)}
+
     def test_a_named_sessions_container_is_stopped_and_comes_back(self):
         sid = self.session()
         self.assertEqual(self.sh(sid, "echo $HOME; mkdir -p ~/.local/bin && "
@@ -586,6 +616,7 @@ class PersistedContainers(unittest.TestCase):
                          "/home/sandbox\nok\n")
         first, status = self.state()
         self.assertEqual(status, "running")
+        self.assertEqual(self.container_starts(), {"created": 1})
         # Ended now, or already reaped after its idle second when the engine answered slowly.
         self.assertIn(self.request("DELETE", "/mcp", sid=sid)[0], (200, 404))
         # Reaped after its idle second: stopped, not removed.
@@ -598,6 +629,7 @@ class PersistedContainers(unittest.TestCase):
         again = self.session()
         self.assertEqual(self.sh(again, "~/.local/bin/t"), "tool ran\n")
         self.assertEqual(self.state(), (first, "running"))
+        self.assertEqual(self.container_starts(), {"created": 1, "restarted": 1})
         # A purge ends the session and removes its container, workspace and HOME.
         status, _, _ = self.request("DELETE", "/api/sessions/work")
         self.assertEqual(status, 200)

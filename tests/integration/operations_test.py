@@ -74,6 +74,7 @@ class AuditOverStdio(Workspace):
         write, read, env, run, missing = got
         for line in got:
             self.assertEqual(line["transport"], "stdio")
+            self.assertEqual(line["via"], "client")
             self.assertRegex(line["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
             self.assertGreaterEqual(line["duration_ms"], 0)
         self.assertEqual(write["outcome"], "ok")
