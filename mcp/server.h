@@ -183,6 +183,9 @@ class Server : public MessageHandler {
   Result<json> onComplete(const CompleteParams& p, const Caller& caller);
   Result<json> onCallTool(const CallToolParams& p, const Caller& caller);
   // `task`: the peer of the task the call runs as, if it does.
+  // Whether the request this thread works on came from the operator's page (which waits for
+  // its answer: its calls never become tasks).
+  bool fromOperatorPage() const;
   // Audited and counted: the call, its permission decisions, its time and outcome.
   Result<json> runToolCall(const CallToolParams& p, const Caller& caller, Peer* task = nullptr);
   Result<json> dispatchToolCall(const CallToolParams& p, const Caller& caller, Peer* task);

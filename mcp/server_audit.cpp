@@ -61,6 +61,13 @@ void Server::markOperatorRequest(const json& id) {
   operator_requests_.insert(idKey(id));
 }
 
+bool Server::fromOperatorPage() const {
+  const json* id = currentRequest();
+  if (id == nullptr) return false;
+  std::lock_guard lock(activity_mu_);
+  return operator_requests_.contains(idKey(*id));
+}
+
 Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, Peer* task) {
   const auto start = std::chrono::steady_clock::now();
   bool from_operator = false;

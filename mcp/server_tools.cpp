@@ -116,7 +116,7 @@ Result<json> Server::onCallTool(const CallToolParams& p, const Caller& caller) {
     return missingCapability("extensions/" + std::string(kTasksExtension), "tool " + p.name);
   }
   const CatalogTool* catalog_tool = findCatalogTool(p.name);
-  if (support != "forbidden" && tasksDeclared(caller) &&
+  if (support != "forbidden" && tasksDeclared(caller) && !fromOperatorPage() &&
       !(catalog_tool != nullptr && catalog_tool->starts_task) &&
       (catalog_tool != nullptr ||
        (findTool(p.name) != nullptr && toolVisible(*findTool(p.name))))) {

@@ -33,6 +33,11 @@ fs.mkdirSync(root);
 fs.mkdirSync(downloads);
 fs.writeFileSync(path.join(root, 'notes.txt'), 'first line\nsecond line\nthird line\n');
 fs.writeFileSync(path.join(root, '.env'), 'API_KEY=hunter2\n');
+fs.mkdirSync(path.join(root, 'pics'));
+// A 1x1 PNG.
+fs.writeFileSync(path.join(root, 'pics', 'dot.png'), Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64'));
 fs.writeFileSync(path.join(tmp, 'admin'), TOKEN + '\n', { mode: 0o600 });
 
 let server, browser, failed = 0, passed = 0;
@@ -228,6 +233,16 @@ try {
     await page.waitForSelector('#cells .cell:last-child .out .result', { timeout: 30_000 });
     assert.equal(await page.$eval('#cells .cell:last-child .out .result', (e) => e.textContent), '43');
   });
+
+  await check('a restart starts the notebook afresh', async () => {
+    await page.click('#nb-restart');
+    await page.waitForFunction(() => document.querySelector('#nb-status').textContent === 'restarted', { timeout: 60_000 });
+    await page.click('#add-cell');
+    await page.type('#cells .cell:last-child textarea', 'answer');
+    await page.click('#cells .cell:last-child button.primary');
+    await page.waitForSelector('#cells .cell:last-child .traceback', { timeout: 30_000 });
+    assert.match(await page.$eval('#cells .cell:last-child .traceback', (e) => e.textContent), /NameError/);
+  });
   if (shots) {
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(shots, 'ui-workspace.png') });
@@ -247,6 +262,21 @@ try {
     const target = path.join(downloads, 'notes.txt');
     for (let i = 0; i < 100 && !fs.existsSync(target); i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(fs.readFileSync(target, 'utf8'), 'first line\nsecond line\nthird line\n');
+  });
+
+  await check('the file browser goes into a directory, shows an image, and comes back up', async () => {
+    await page.evaluate(() => [...document.querySelectorAll('#file-list button')]
+      .find((b) => b.textContent === 'pics/').click());
+    await page.waitForFunction(() => document.querySelector('#file-path').value === 'pics' &&
+      [...document.querySelectorAll('#file-list button')].some((b) => b.textContent === 'dot.png'), WAIT);
+    await page.evaluate(() => [...document.querySelectorAll('#file-list button')]
+      .find((b) => b.textContent === 'dot.png').click());
+    await page.waitForSelector('#file-view img', WAIT);
+    assert.match(await page.$eval('#file-view img', (e) => e.src), /^data:image\/png;base64,iVBOR/);
+    assert.equal(await page.$eval('#file-view img', (e) => e.naturalWidth), 1, 'the image decodes');
+    await page.click('#file-up');
+    await page.waitForFunction(() => document.querySelector('#file-path').value === '.' &&
+      [...document.querySelectorAll('#file-list button')].some((b) => b.textContent === 'notes.txt'), WAIT);
   });
 
   await check('the activity log shows the calls, the denied one marked', async () => {

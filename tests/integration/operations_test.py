@@ -238,6 +238,32 @@ class OverHttp(Workspace):
         self.assertEqual(status, 200, body)
         self.assertIn(b"# TYPE byd_tool_calls_total counter", body)
 
+    def test_the_pages_calls_are_answered_even_when_the_client_runs_calls_as_tasks(self):
+        s = self.serve("--ui", "--admin-token-file", self.admin_file)
+        init = json.loads(json.dumps(http_test.INIT))
+        init["params"]["protocolVersion"] = "2025-11-25"
+        init["params"]["capabilities"] = {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}
+        status, h, body = s.request("POST", body=init)
+        self.assertEqual(status, 200, body)
+        sid = h["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+                "params": {"name": "execute", "arguments": {"command": "echo from-the-page"}}}
+        # The client itself gets a task for it ...
+        status, _, body = s.request("POST", body=call, headers={
+            "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(http_test.body_messages(body)[-1]["result"]["resultType"], "task")
+        # ... the page, which waits for its answer, gets the answer.
+        call["id"] = "ui-1"
+        status, _, body = s.request("POST", f"/ui/api/sessions/{sid}/mcp", body=call,
+                                    headers={"Authorization": "Bearer " + ADMIN})
+        self.assertEqual(status, 200, body)
+        result = http_test.body_messages(body)[-1]["result"]
+        self.assertEqual(result["structuredContent"]["stdout"], "from-the-page\n")
+        (line,) = [l for l in wait_for_lines(self.log, 2) if l["via"] == "operator page"]
+        self.assertEqual(line["tool"], "execute")
+
     def test_the_page_needs_the_operators_token(self):
         r = subprocess.run([BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--root",
                             self.root, "--ui"], stdin=subprocess.DEVNULL, capture_output=True,
