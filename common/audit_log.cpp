@@ -1,6 +1,8 @@
 #include "common/audit_log.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,46 +47,67 @@ AuditLog* AuditLog::global() { return g_log.load(); }
 void AuditLog::setGlobal(AuditLog* log) { g_log.store(log); }
 void AuditLog::reopenSoon() { g_reopen.store(true); }
 
-void AuditLog::reopenIfAsked() {
-  if (!g_reopen.exchange(false)) return;
+int AuditLog::reopenIfAsked() {
+  if (!g_reopen.exchange(false)) return -1;
   const int fd = openLog(path_);
   if (fd < 0) {
     spdlog::error("audit log: cannot reopen '{}': {}; writing on to the old file", path_,
                   strerror(errno));
-    return;
+    return -1;
   }
-  if (dirty_) fdatasync(fd_);
-  ::close(fd_);
+  const int old = fd_;
   fd_ = fd;
   dirty_ = false;
   spdlog::info("audit log: reopened '{}'", path_);
+  return old;
+}
+
+void AuditLog::retire(int old_fd) {
+  if (old_fd < 0) return;
+  fdatasync(old_fd);
+  ::close(old_fd);
 }
 
 void AuditLog::write(std::string_view line) {
   std::string whole(line);
   whole += '\n';
-  std::lock_guard lock(mu_);
-  reopenIfAsked();
-  std::string_view rest = whole;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd_, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (!failing_) spdlog::error("audit log: cannot write '{}': {}", path_, strerror(errno));
-      failing_ = true;
-      return;
+  int old_fd = -1;
+  {
+    std::lock_guard lock(mu_);
+    old_fd = reopenIfAsked();
+    // After a line that failed part way, this one starts a line of its own.
+    if (failing_) whole.insert(0, "\n");
+    std::string_view rest = whole;
+    while (!rest.empty()) {
+      const ssize_t n = ::write(fd_, rest.data(), rest.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (!failing_) spdlog::error("audit log: cannot write '{}': {}", path_, strerror(errno));
+        failing_ = true;
+        break;
+      }
+      rest.remove_prefix(static_cast<size_t>(n));
     }
-    rest.remove_prefix(static_cast<size_t>(n));
+    if (rest.empty()) failing_ = false;
+    dirty_ = true;
   }
-  failing_ = false;
-  dirty_ = true;
+  retire(old_fd);  // the old file's sync waits for no writer
 }
 
 void AuditLog::flushLoop(std::stop_token stop) {
+  // No process signal is this thread's to take (a stop signal's default action would end the
+  // server here, before the thread that waits for it could stop it gracefully).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     cv_.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
-    reopenIfAsked();
+    if (const int old_fd = reopenIfAsked(); old_fd >= 0) {
+      lock.unlock();
+      retire(old_fd);
+      lock.lock();
+    }
     if (!dirty_) continue;
     dirty_ = false;
     // The sync runs without the lock, on its own descriptor: writers go on meanwhile.

@@ -34,14 +34,17 @@ class AuditLog {
 
  private:
   AuditLog(std::string path, int fd);
-  void reopenIfAsked();  // with mu_ held
+  // With mu_ held: opens the file again when asked to; the old descriptor (or -1), for retire()
+  // once mu_ is released.
+  int reopenIfAsked();
+  static void retire(int old_fd);  // syncs and closes
   void flushLoop(std::stop_token stop);
 
   const std::string path_;
   std::mutex mu_;
   int fd_;
   bool dirty_ = false;    // written since the last fsync
-  bool failing_ = false;  // the last write failed (said once)
+  bool failing_ = false;  // the last write failed, perhaps part way (said once)
   std::condition_variable_any cv_;
   std::jthread flusher_;  // last: stopped before the rest goes
 };

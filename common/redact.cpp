@@ -7,23 +7,40 @@
 namespace byd {
 namespace {
 
-// Each pattern's first group, when it has one, is kept (the name before a value).
-const std::vector<std::unique_ptr<RE2>>& patterns() {
+// Each pattern with what replaces it: the groups around the secret are kept.
+struct Pattern {
+  std::unique_ptr<RE2> re;
+  const char* rewrite;
+};
+
+const std::vector<Pattern>& patterns() {
   static const auto* all = [] {
-    auto* v = new std::vector<std::unique_ptr<RE2>>;
-    for (
-        const char* p : {
-            R"(()-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$))",
-            R"(()\bAKIA[0-9A-Z]{16}\b)",
-            R"(()\b(?:ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_]{16,})",
-            R"(()\bsk-[A-Za-z0-9_-]{16,})",
-            R"(()\bxox[abprs]-[A-Za-z0-9-]{10,})",
-            R"(()\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
-            R"(((?i)\bbearer\s+)[A-Za-z0-9._~+/=-]{8,})",
-            R"(([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)[^@\s/]+)",
-            R"(((?i)\b[a-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[a-z0-9_.-]*["']?\s*[:=]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s,;&|]+))",
-        }) {
-      v->push_back(std::make_unique<RE2>(p));
+    auto* v = new std::vector<Pattern>;
+    const std::pair<const char*, const char*> table[] = {
+        {R"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$))",
+         "[redacted]"},
+        {R"(\bAKIA[0-9A-Z]{16}\b)", "[redacted]"},
+        {R"(\b(?:ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_]{16,})", "[redacted]"},
+        {R"(\bsk-[A-Za-z0-9_-]{16,})", "[redacted]"},
+        {R"(\bxox[abprs]-[A-Za-z0-9-]{10,})", "[redacted]"},
+        {R"(\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})", "[redacted]"},
+        // An Authorization header's credentials, whatever the scheme; "Bearer x" anywhere.
+        {R"(((?i)\bauthorization\s*:\s*[A-Za-z-]+\s+)[^\s"']+)", "\\1[redacted]"},
+        {R"(((?i)\bbearer\s+)[A-Za-z0-9._~+/=-]{8,})", "\\1[redacted]"},
+        // A URL's password: scheme://user:PASSWORD@host.
+        {R"(([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(@))", "\\1[redacted]\\2"},
+        // curl -u user:PASSWORD, --user user:PASSWORD; mysql -pPASSWORD.
+        {R"(((?:^|\s)(?:-u|--user)\s+[^\s:]+:)\S+)", "\\1[redacted]"},
+        {R"(((?:^|\s)mysql(?:dump)?\s(?:.*\s)?-p)[^\s-]\S*)", "\\1[redacted]"},
+        // A secret-sounding name, then its value: NAME=v, NAME: v, "name": "v",
+        // env["NAME"] = "v"; and a flag: --password v.
+        {R"(((?i)\b[a-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[a-z0-9_.-]*["']?\]?\s*[:=]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s,;&|]+))",
+         "\\1[redacted]"},
+        {R"(((?i)(?:^|\s)--?[a-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)[a-z0-9_.-]*\s+)(?:"[^"\n]*"|'[^'\n]*'|[^\s-]\S*))",
+         "\\1[redacted]"},
+    };
+    for (const auto& [pattern, rewrite] : table) {
+      v->push_back({std::make_unique<RE2>(pattern), rewrite});
     }
     return v;
   }();
@@ -63,7 +80,7 @@ nlohmann::json summarize(const nlohmann::json& v, size_t max_chars, int depth) {
 
 std::string redactSecrets(std::string_view text) {
   std::string out(text);
-  for (const auto& re : patterns()) RE2::GlobalReplace(&out, *re, "\\1[redacted]");
+  for (const Pattern& p : patterns()) RE2::GlobalReplace(&out, *p.re, p.rewrite);
   return out;
 }
 

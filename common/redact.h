@@ -1,9 +1,10 @@
 #pragma once
 // What the audit log shows of a call's arguments: secrets redacted, long values cut.
 // A value is redacted where it looks like a credential: cloud and forge tokens (AKIA…, ghp_…,
-// sk-…, xox?-…), JSON web tokens, private-key blocks, "Bearer …", a URL's password, and the
-// value after a secret-sounding name (password=…, "api_key": …, TOKEN: …). An argument or
-// object key with such a name has its whole value redacted.
+// sk-…, xox?-…), JSON web tokens, private-key blocks, an Authorization header's credentials,
+// "Bearer …", a URL's password, curl's -u user:password and mysql's -p…, and the value after a
+// secret-sounding name (password=…, "api_key": …, TOKEN: …, env["TOKEN"] = …, --password …).
+// An argument or object key with such a name has its whole value redacted.
 
 #include <string>
 #include <string_view>

@@ -52,7 +52,8 @@ void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response&
       jsonError(res, 401, rpc::kInvalidRequest, "/metrics needs the operator's bearer token");
       return;
     }
-  } else if (!isLoopbackAddress(req.remote_addr)) {
+  } else if (!isLoopbackAddress(req.remote_addr) || req.has_header("Forwarded") ||
+             req.has_header("X-Forwarded-For")) {  // a proxy on this machine speaks for others
     jsonError(res, 403, rpc::kInvalidRequest,
               "/metrics answers loopback clients alone unless --admin-token-file is set");
     return;

@@ -250,6 +250,10 @@ class SessionTransport : public Transport {
     std::lock_guard lock(mu_);
     legacy_ = true;
   }
+  bool legacy() {
+    std::lock_guard lock(mu_);
+    return legacy_;
+  }
   void endAll() {
     std::vector<std::shared_ptr<Exchange>> all;
     {

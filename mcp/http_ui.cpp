@@ -224,6 +224,12 @@ void HttpServer::Impl::uiRoutes() {
                           "string");
                 return;
               }
+              if (session->transport.legacy()) {
+                jsonError(res, 409, rpc::kInvalidRequest,
+                          "the session speaks the 2024-11-05 HTTP+SSE transport, whose answers "
+                          "all go to its client's stream: the page cannot call into it");
+                return;
+              }
               if ((*parsed)["method"] == "initialize") {
                 jsonError(res, 400, rpc::kInvalidRequest, "the session is initialized already");
                 return;

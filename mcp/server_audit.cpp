@@ -98,8 +98,12 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
   } else if (is_error) {
     outcome = "error";
   }
-  metrics::add("byd_tool_calls_total", {p.name, outcome});
-  metrics::observe("byd_tool_call_duration_seconds", {p.name}, ms / 1000);
+  // Names a client made up share one label: the series stay as few as the tools.
+  const Tool* known = findTool(p.name);
+  const std::string label =
+      findCatalogTool(p.name) != nullptr || (known && toolVisible(*known)) ? p.name : "(unknown)";
+  metrics::add("byd_tool_calls_total", {label, outcome});
+  metrics::observe("byd_tool_call_duration_seconds", {label}, ms / 1000);
 
   AuditLog* log = AuditLog::global();
   if (log == nullptr && !options_.keep_activity) return result;
@@ -109,13 +113,13 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
                {"session", session_id_.substr(0, 8)},
                {"session_name", options_.session_name},
                {"via", from_operator ? "operator page" : "client"},
-               {"tool", p.name},
+               {"tool", std::string(utf8Truncate(p.name, 100))},
                {"arguments", summarizeArguments(p.arguments)},
                {"duration_ms", std::round(ms * 10) / 10},
                {"outcome", outcome}};
   if (deciding != nullptr) {
     json permission = {{"operation", permissions::operationName(deciding->op)},
-                       {"target", redactSecrets(deciding->target)},
+                       {"target", deciding->target},  // redacted when noted
                        {"action", permissions::actionName(deciding->action)},
                        {"rule", deciding->rule},
                        {"allowed", allowed(*deciding)}};

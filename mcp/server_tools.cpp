@@ -171,7 +171,8 @@ Result<json> Server::dispatchToolCall(const CallToolParams& p, const Caller& cal
   const auto op = permissions::parseOperation(tool->spec->operation);
   if (!op) return internalError("tool " + p.name + " names no permission operation");
   // Stateless requests cannot ask the user mid-call: "ask" rules take the fallback there.
-  const auto client = !caller.stateless && caller.has("elicitation")
+  // Nor can the operator's page, which answers no question: the fallback decides at once.
+  const auto client = !caller.stateless && caller.has("elicitation") && !fromOperatorPage()
                           ? ElicitingApprover::Client::kCanAsk
                           : ElicitingApprover::Client::kCannotAsk;
   ElicitingApprover approver(client_requests_, client, options_.ask_timeout, token, grants_);

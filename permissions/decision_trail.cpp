@@ -1,6 +1,7 @@
 #include "permissions/decision_trail.h"
 
 #include "common/metrics.h"
+#include "common/redact.h"
 #include "common/text.h"
 
 namespace byd::permissions {
@@ -23,7 +24,8 @@ void DecisionTrail::note(Operation op, std::string_view target, Action action, s
   metrics::add("byd_permission_decisions_total",
                {std::string(operationName(op)), std::string(actionName(action))});
   if (current == nullptr || current->noted_.size() >= kMax) return;
-  current->noted_.push_back({op, shortened(target), action, std::move(rule), ""});
+  // Redacted whole, then cut: a secret the cut would split is not half shown.
+  current->noted_.push_back({op, shortened(redactSecrets(target)), action, std::move(rule), ""});
 }
 
 void DecisionTrail::answer(std::string answer) {

@@ -6,6 +6,7 @@
 
 #include "backends/python/import_names.h"
 #include "common/metrics.h"
+#include "permissions/decision_trail.h"
 
 namespace byd::permissions {
 
@@ -29,9 +30,13 @@ Result<std::string> GuardedBackend::normalize(std::string_view user_path) const 
   }
   // Through a symlink, the file reached must not be one the rules deny for this operation.
   BYD_ASSIGN_OR_RETURN(std::string real, inner_.realKey(key));
-  if (real != key && guard_.decide(op_, real).action == Action::kDeny) {
-    return permissionDenied(std::string(operationName(op_)) + " denied for " + displayTarget(key) +
-                            ": it leads to " + displayTarget(real) + ", which the rules deny");
+  if (real != key) {
+    if (const Decision d = guard_.decide(op_, real); d.action == Action::kDeny) {
+      DecisionTrail::note(op_, key, Action::kDeny, d.source + " (through a link to " + real + ")");
+      return permissionDenied(std::string(operationName(op_)) + " denied for " +
+                              displayTarget(key) + ": it leads to " + displayTarget(real) +
+                              ", which the rules deny");
+    }
   }
   if (op_ != Operation::kLs && op_ != Operation::kGlob) {
     BYD_RETURN_IF_ERROR(checkLinks(key, real));
@@ -54,7 +59,11 @@ Status GuardedBackend::checkLinks(const std::string& key, const std::string& rea
   if (denied_files_ == nullptr) return okStatus();
   auto info = inner_.stat(real);
   if (!info.ok()) return okStatus();  // nothing there yet: the operation says so itself
-  return denied_files_->check(inner_, guard_, key, *info);
+  Status s = denied_files_->check(inner_, guard_, key, *info);
+  if (s.code() == Code::kPermissionDenied) {
+    DecisionTrail::note(op_, key, Action::kDeny, "another name (hard link) of a denied file");
+  }
+  return s;
 }
 
 Status GuardedBackend::checkRead(const std::string& key) const {
@@ -163,7 +172,15 @@ Status GuardedBackend::checkTree(const std::string& key, const std::string* to, 
                             ", which the rules keep from reading, and " + displayTarget(dest) +
                             " could be read");
   };
-  if (to != nullptr) BYD_RETURN_IF_ERROR(staysHidden(key, *to));
+  // What refuses the whole is noted as the decision that made it.
+  std::string refusing_rule = "the read rules hide what it holds";
+  const auto refused = [&](Status s) {
+    if (s.code() == Code::kPermissionDenied) {
+      DecisionTrail::note(op_, key, Action::kDeny, refusing_rule);
+    }
+    return s;
+  };
+  if (to != nullptr) BYD_RETURN_IF_ERROR(refused(staysHidden(key, *to)));
   auto info = inner_.stat(key);
   if (!info.ok() || info->type != FileType::kDir) return okStatus();
   std::vector<std::string> dirs{key};
@@ -174,6 +191,7 @@ Status GuardedBackend::checkTree(const std::string& key, const std::string* to, 
     if (d.action == Action::kAsk && !asking) asking.emplace(held, d);
     if (d.action != Action::kDeny) return true;
     const std::string why = d.description.empty() ? "by " + d.source : d.description;
+    refusing_rule = d.source + " (for " + path + ")";
     found = permissionDenied(
         name + " denied for " + displayTarget(key) + ": it holds " + displayTarget(held) +
         (path == held ? ", which the rules deny for " + name
@@ -196,7 +214,7 @@ Status GuardedBackend::checkTree(const std::string& key, const std::string* to, 
       return true;
     }));
   }
-  BYD_RETURN_IF_ERROR(found);
+  BYD_RETURN_IF_ERROR(refused(found));
   // Something inside asks while the whole was let through without a question: ask about it.
   if (asking && !asked) {
     return guard_.confirm(op_, key, key + " (which holds " + asking->first + ")", asking->second,

@@ -22,13 +22,22 @@ TEST(Redact, ReplacesCredentialsAndKeepsWhatSurroundsThem) {
       {"jwt eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0NTY3.SflKxwRJSMeKKF2QT4", "jwt [redacted]"},
       {"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\nafter",
        "[redacted]\nafter"},
+      {"tool --password hunter2 --token abc run",
+       "tool --password [redacted] --token [redacted] run"},
+      {"curl -u admin:hunter2 http://x", "curl -u admin:[redacted] http://x"},
+      {"mysql -u root -phunter2 db", "mysql -u root -p[redacted] db"},
+      {"curl -H 'Authorization: Basic YWRtaW46aHVudGVy' x",
+       "curl -H 'Authorization: Basic [redacted]' x"},
+      {R"(os.environ["API_TOKEN"] = "abc123")", R"(os.environ["API_TOKEN"] = [redacted])"},
   };
   for (const auto& [in, out] : cases) EXPECT_EQ(redactSecrets(in), out) << in;
 }
 
 TEST(Redact, LeavesOrdinaryTextAlone) {
-  for (const char* text : {"ls -la src/", "grep -rn tokenize src/", "the password field",
-                           "sk-short", "https://example.org/path", "x = compute(1, 2)"}) {
+  for (const char* text :
+       {"ls -la src/", "grep -rn tokenize src/", "the password field", "sk-short",
+        "https://example.org/path", "x = compute(1, 2)", "http://localhost:8080/x",
+        "a basic understanding of tokens", "curl -u admin http://x"}) {
     EXPECT_EQ(redactSecrets(text), text);
   }
 }

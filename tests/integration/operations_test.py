@@ -100,6 +100,17 @@ class AuditOverStdio(Workspace):
         self.assertIn("token=[redacted]", run["arguments"]["command"])
         self.assertEqual(stat.S_IMODE(os.stat(self.log).st_mode), 0o600)
 
+    def test_a_link_to_a_denied_file_is_logged_as_denied(self):
+        os.symlink(".env", os.path.join(self.root, "innocent.txt"))
+        c = self.start()
+        self.assertTrue(c.call("read_file", path="innocent.txt").get("isError"))
+        c.close()
+        (line,) = lines_of(self.log)
+        self.assertEqual(line["outcome"], "denied")
+        self.assertEqual(line["permission"]["action"], "deny")
+        self.assertFalse(line["permission"]["allowed"])
+        self.assertIn("through a link to .env", line["permission"]["rule"])
+
     def test_long_arguments_are_cut_saying_how_long_they_were(self):
         c = self.start()
         c.call("write_file", path="big.txt", content="x" * 5000)
@@ -237,6 +248,19 @@ class OverHttp(Workspace):
         status, _, body = self.metrics(s)
         self.assertEqual(status, 200, body)
         self.assertIn(b"# TYPE byd_tool_calls_total counter", body)
+        # A proxy on this machine speaks for clients elsewhere.
+        for header in ("X-Forwarded-For", "Forwarded"):
+            status, _, _ = s.request("GET", "/metrics", headers={header: "for=192.0.2.7"})
+            self.assertEqual(status, 403, header)
+
+    def test_made_up_tool_names_share_one_series(self):
+        s = self.serve()
+        sid = s.initialize()
+        for i in range(3):
+            s.call(sid, 20 + i, f"no_such_tool_{i}", {})
+        m = metric_samples(self.metrics(s)[2].decode())
+        self.assertEqual(sample(m, "byd_tool_calls_total", tool="(unknown)", outcome="error"), 3)
+        self.assertFalse([k for k in m if ("tool", "no_such_tool_0") in k[1]])
 
     def test_the_pages_calls_are_answered_even_when_the_client_runs_calls_as_tasks(self):
         s = self.serve("--ui", "--admin-token-file", self.admin_file)
