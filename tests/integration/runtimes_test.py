@@ -22,6 +22,7 @@ import urllib.parse
 
 import http_test
 from http_test import INIT, sse_messages
+from operations_test import metric_samples, sample
 from package_index import PAGE, Index
 from tenants_test import LoggedServer
 
@@ -106,6 +107,16 @@ class Service:
         result, progress = self.call(sid, token, "execute", {"command": command, **kw})
         return result, progress
 
+    def builds(self, runtime):
+        """/metrics' count of `runtime`'s builds by outcome, and of its timed builds."""
+        status, _, body = self.server.request("GET", "/metrics")
+        self.test.assertEqual(status, 200, body)
+        m = metric_samples(body.decode())
+        counts = {outcome: sample(m, "byd_runtime_builds_total", runtime=runtime,
+                                  outcome=outcome) or 0 for outcome in ("ok", "error")}
+        timed = sample(m, "byd_runtime_build_duration_seconds_count", runtime=runtime) or 0
+        return counts, timed
+
 
 def tiny_runtime(index, **extra):
     return {"description": "jq and tinypkg", "base_image": BASE,
@@ -185,12 +196,14 @@ class RuntimesTest(unittest.TestCase):
         self.assertEqual([i["Id"] for i in runtime_images("tiny")], [images[0]["Id"]])
         built = [line for line in service.server.log if "building runtime 'tiny'" in line]
         self.assertEqual(len(built), 1, built)
+        self.assertEqual(service.builds("tiny"), ({"ok": 1, "error": 0}, 1))
         # A server started again finds the image too.
         service2 = Service(self, {"tiny": spec})
         sid = service2.open(BOB, "tiny")
         result, progress = service2.sh(sid, BOB, "jq -n 1")
         self.assertEqual(result["structuredContent"]["stdout"], "1\n")
         self.assertFalse([line for line in service2.server.log if "building runtime" in line])
+        self.assertEqual(service2.builds("tiny"), ({"ok": 0, "error": 0}, 0))
 
     def test_a_failed_build_says_why_in_its_last_lines(self):
         service = Service(self, {"broken": {"base_image": BASE,
@@ -202,6 +215,7 @@ class RuntimesTest(unittest.TestCase):
         self.assertIn("runtime 'broken': the build of backyard-runtime/broken:", text)
         self.assertIn("Unable to locate package nosuch-package-xyz", text)
         self.assertEqual(runtime_images("broken"), [])
+        self.assertEqual(service.builds("broken"), ({"ok": 0, "error": 1}, 1))
         # The session and the server live on.
         result, _ = service.call(sid, BOB, "ls", {})
         self.assertFalse(result.get("isError"), result)
