@@ -141,30 +141,31 @@ std::string labelSet(const Family& f, const Values& values, const std::string& e
   return out.empty() ? "" : "{" + out + "}";
 }
 
+// Runs `update` on the series of `family` (declared as `type`) with `values`, under the lock.
+template <typename Update>
+void update(std::string_view family, Type type, const Values& values, Update&& update) {
+  const Family* f = find(family);
+  assert(f != nullptr && f->type == type);
+  if (f == nullptr || f->type != type) return;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  if (Series* s = seriesOf(r, *f, values)) update(*f, *s);
+}
+
 }  // namespace
 
 void add(std::string_view family, const Values& values, double by) {
-  const Family* f = find(family);
-  assert(f != nullptr && f->type == Type::kCounter);
-  if (f == nullptr || f->type != Type::kCounter) return;
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  if (Series* s = seriesOf(r, *f, values)) s->value += by;
+  update(family, Type::kCounter, values, [by](const Family&, Series& s) { s.value += by; });
 }
 
 void observe(std::string_view family, const Values& values, double value) {
-  const Family* f = find(family);
-  assert(f != nullptr && f->type == Type::kHistogram);
-  if (f == nullptr || f->type != Type::kHistogram) return;
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  Series* s = seriesOf(r, *f, values);
-  if (s == nullptr) return;
-  for (size_t i = 0; i < f->buckets.size(); ++i) {
-    if (value <= f->buckets[i]) ++s->buckets[i];
-  }
-  s->sum += value;
-  ++s->count;
+  update(family, Type::kHistogram, values, [value](const Family& f, Series& s) {
+    for (size_t i = 0; i < f.buckets.size(); ++i) {
+      if (value <= f.buckets[i]) ++s.buckets[i];
+    }
+    s.sum += value;
+    ++s.count;
+  });
 }
 
 Gauge::Gauge(std::string_view family, std::function<GaugeSamples()> read) : family_(family) {

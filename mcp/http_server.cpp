@@ -37,12 +37,23 @@ HttpServer::Impl::Impl(HttpOptions o, SessionFactory f, Limits l, ServerOptions 
   });
 }
 
-bool HttpServer::Impl::fromOperator(const httplib::Request& req) const {
+namespace {
+
+// The token of the request's "Authorization: Bearer TOKEN" header (the scheme in any case).
+std::optional<std::string> bearerOf(const httplib::Request& req) {
   const std::string auth = req.get_header_value("Authorization");
   const std::string prefix = "bearer ";
-  return !options.admin_token.empty() && auth.size() > prefix.size() &&
-         lower(auth.substr(0, prefix.size())) == prefix &&
-         equalConstantTime(auth.substr(prefix.size()), options.admin_token);
+  if (auth.size() <= prefix.size() || lower(auth.substr(0, prefix.size())) != prefix) {
+    return std::nullopt;
+  }
+  return auth.substr(prefix.size());
+}
+
+}  // namespace
+
+bool HttpServer::Impl::fromOperator(const httplib::Request& req) const {
+  const std::optional<std::string> given = bearerOf(req);
+  return !options.admin_token.empty() && given && equalConstantTime(*given, options.admin_token);
 }
 
 void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response& res) const {
@@ -105,12 +116,9 @@ bool HttpServer::Impl::admit(const httplib::Request& req, httplib::Response& res
 
 const Tenant* HttpServer::Impl::tenantOf(const httplib::Request& req) const {
   if (open_tenant != nullptr) return open_tenant;
-  const std::string auth = req.get_header_value("Authorization");
-  const std::string prefix = "bearer ";
-  if (auth.size() <= prefix.size() || lower(auth.substr(0, prefix.size())) != prefix) {
-    return nullptr;
-  }
-  const std::string given = auth.substr(prefix.size());
+  const std::optional<std::string> bearer = bearerOf(req);
+  if (!bearer) return nullptr;
+  const std::string& given = *bearer;
   if (options.tenants.empty()) {
     return equalConstantTime(given, options.token) ? &tenants.front() : nullptr;
   }
