@@ -1,5 +1,7 @@
 #include "mcp/http_server_impl.h"
 
+#include <charconv>
+
 // The operator's page (--ui): GET /ui is one self-contained HTML file (mcp/ui/index.html,
 // compiled in), served with a Content-Security-Policy that lets it load nothing and talk to
 // nothing but this server. Its API, under /ui/api/, answers only the operator's token
@@ -8,6 +10,9 @@
 //   GET    /ui/api/events                   the same, as server-sent events, when it changes
 //   GET    /ui/api/policy                   tenants, runtimes, rules, settings and origins
 //   GET    /ui/api/sessions/ID/activity     the session's last calls, as the audit log has them
+//   GET    /ui/api/sessions/ID/activity/events   those numbered after ?after=SEQ (default 0),
+//                                           then each as it lands, as server-sent events,
+//                                           until the session ends
 //   POST   /ui/api/sessions/ID/mcp          one JSON-RPC message into the session, answered as
 //                                           a POST to /mcp is (JSON, or SSE with progress)
 //   DELETE /ui/api/sessions/ID              ends the session
@@ -202,6 +207,52 @@ void HttpServer::Impl::uiRoutes() {
                         const std::shared_ptr<Session>& session) {
              res.set_content(session->server->recentCalls().dump(), "application/json");
            }));
+  http.Get(
+      R"(/ui/api/sessions/([0-9a-f]+)/activity/events)",
+      onSession([this](const httplib::Request& req, httplib::Response& res,
+                       const std::shared_ptr<Session>& session) {
+        uint64_t after = 0;
+        if (req.has_param("after")) {
+          const std::string text = req.get_param_value("after");
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), after);
+          if (ec != std::errc() || end != text.data() + text.size()) {
+            jsonError(res, 400, rpc::kInvalidParams, "after= must be a line's seq, a number");
+            return;
+          }
+        }
+        // Each event carries the lines that landed since the last (an array, perhaps empty
+        // in the first); a comment every 15 s otherwise. The stream holds the session only
+        // weakly, and ends when it ends.
+        auto seq = std::make_shared<uint64_t>(after);
+        auto first = std::make_shared<bool>(true);
+        auto quiet_since = std::make_shared<Clock::time_point>(Clock::now());
+        std::weak_ptr<Session> weak = session;
+        noStore(res);
+        res.set_chunked_content_provider("text/event-stream", [this, weak, seq, first, quiet_since](
+                                                                  size_t, httplib::DataSink& sink) {
+          std::shared_ptr<Session> held = weak.lock();
+          {
+            std::lock_guard lock(mu);
+            if (stopping || !held || !sessions.contains(held->id)) return false;
+          }
+          json lines = held->server->callsAfter(
+              *seq, *first ? std::chrono::milliseconds(0) : std::chrono::milliseconds(500));
+          if (!lines.empty() || *first) {
+            *first = false;
+            if (!lines.empty()) *seq = lines.back().value("seq", *seq);
+            *quiet_since = Clock::now();
+            const std::string event = "event: activity\ndata: " +
+                                      lines.dump(-1, ' ', false, json::error_handler_t::replace) +
+                                      "\n\n";
+            return sink.write(event.data(), event.size());
+          }
+          if (Clock::now() - *quiet_since > std::chrono::seconds(15)) {
+            *quiet_since = Clock::now();
+            return sink.write(": still here\n\n", 14);
+          }
+          return true;
+        });
+      }));
   http.Delete(R"(/ui/api/sessions/([0-9a-f]+))",
               onSession([this](const httplib::Request&, httplib::Response& res,
                                const std::shared_ptr<Session>& session) {

@@ -7,6 +7,7 @@
 // no answer.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -100,6 +101,9 @@ class Server : public MessageHandler {
   void setSessionId(std::string id) { session_id_ = std::move(id); }
   // Its last calls' audit lines, oldest first (with keep_activity), numbered by `seq`.
   json recentCalls() const;
+  // The lines numbered after `seq`, waiting up to `wait` for one when there are none yet
+  // (an empty array then).
+  json callsAfter(uint64_t seq, std::chrono::milliseconds wait) const;
   // The request with this id comes from the operator's page: its audit line says so.
   void markOperatorRequest(const json& id);
 
@@ -225,7 +229,8 @@ class Server : public MessageHandler {
   const permissions::Guard* const guard_;
   std::string session_id_;
   mutable std::mutex activity_mu_;
-  std::deque<json> activity_;  // the last kActivityKept audit lines
+  mutable std::condition_variable activity_cv_;  // a line was added
+  std::deque<json> activity_;                    // the last kActivityKept audit lines
   uint64_t activity_seq_ = 0;
   std::set<std::string> operator_requests_;  // ids (idKey) of the page's requests not yet run
   permissions::DeniedFiles denied_files_;    // hard links to what the rules deny

@@ -139,6 +139,7 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
     line["seq"] = ++activity_seq_;
     activity_.push_back(std::move(line));
     if (activity_.size() > kActivityKept) activity_.pop_front();
+    activity_cv_.notify_all();
   }
   return result;
 }
@@ -146,6 +147,16 @@ Result<json> Server::runToolCall(const CallToolParams& p, const Caller& caller, 
 json Server::recentCalls() const {
   std::lock_guard lock(activity_mu_);
   return json(activity_);
+}
+
+json Server::callsAfter(uint64_t seq, std::chrono::milliseconds wait) const {
+  std::unique_lock lock(activity_mu_);
+  activity_cv_.wait_for(lock, wait, [&] { return activity_seq_ > seq; });
+  json lines = json::array();
+  for (const json& line : activity_) {
+    if (line.value("seq", uint64_t{0}) > seq) lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace byd::mcp

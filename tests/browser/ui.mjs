@@ -169,9 +169,15 @@ try {
     assert.match(out, /step1\s*step2\s*step3\s*step4/);
     // Its sandbox runs now: the sessions view shows its memory against the ceiling.
     await page.click('nav button[data-view="sessions"]');
-    await page.waitForFunction((id) => /MiB \/ 1\.0 GiB/.test(
-      document.querySelector(`tr[data-id="${id}"] td:nth-child(9)`).textContent), WAIT, sid);
-    await page.click(`tr[data-id="${sid}"] button`);
+    const open = await page.$(`tr[data-id="${sid}"] button`);
+    const age = await page.$eval(`tr[data-id="${sid}"] td:nth-child(6)`, (e) => e.textContent);
+    await page.waitForFunction((id, was) => {
+      const cell = (n) => document.querySelector(`tr[data-id="${id}"] td:nth-child(${n})`).textContent;
+      return /MiB \/ 1\.0 GiB/.test(cell(9)) && cell(6) !== was;  // and the row was updated since
+    }, WAIT, sid, age);
+    // The row changed in place: what the operator was about to click is still there.
+    assert.ok(await open.evaluate((b) => b.isConnected), 'the row was rebuilt under the pointer');
+    await open.click();
   });
 
   await check('the terminal keeps a history and cancels a command', async () => {
@@ -279,10 +285,11 @@ try {
       [...document.querySelectorAll('#file-list button')].some((b) => b.textContent === 'notes.txt'), WAIT);
   });
 
-  await check('the activity log shows the calls, the denied one marked', async () => {
-    await agent.client.callTool({ name: 'read_file', arguments: { path: 'notes.txt' } });
+  await check('the activity log shows the calls as they come, the denied one marked', async () => {
     await page.click('.tabs button[data-pane="activity"]');
     await page.waitForSelector('#activity tr.denied', WAIT);
+    // The agent's call shows while the pane is open: the page follows the log as it grows.
+    await agent.client.callTool({ name: 'read_file', arguments: { path: 'notes.txt' } });
     await page.waitForFunction(() => [...document.querySelectorAll('#activity tbody tr')]
       .some((r) => r.children[1].textContent === 'read_file'), WAIT);
     const tools = await texts(page, '#activity tbody tr td:nth-child(2)');

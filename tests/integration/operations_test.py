@@ -6,6 +6,7 @@ token (--admin-token-file) or loopback alone.
 
 usage: operations_test.py BINARY [unittest args]"""
 
+import http.client
 import json
 import os
 import signal
@@ -287,6 +288,57 @@ class OverHttp(Workspace):
         self.assertEqual(result["structuredContent"]["stdout"], "from-the-page\n")
         (line,) = [l for l in wait_for_lines(self.log, 2) if l["via"] == "operator page"]
         self.assertEqual(line["tool"], "execute")
+
+    def test_the_pages_activity_stream_follows_the_sessions_calls(self):
+        s = self.serve("--ui", "--admin-token-file", self.admin_file)
+        sid = s.initialize()
+        self.assertEqual(s.call(sid, 2, "ls", {})[0], 200)
+        auth = {"Authorization": "Bearer " + ADMIN}
+        path = f"/ui/api/sessions/{sid}/activity/events"
+        self.assertEqual(s.request("GET", path)[0], 401, "the operator's token alone")
+        status, _, body = s.request("GET", path + "?after=x", headers=auth)
+        self.assertEqual(status, 400)
+        self.assertIn(b"after=", body)
+        self.assertEqual(s.request("GET", "/ui/api/sessions/00ff/activity/events",
+                                   headers=auth)[0], 404)
+
+        def follow(query=""):
+            conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=20)
+            self.addCleanup(conn.close)
+            conn.request("GET", path + query, headers=auth)
+            r = conn.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertTrue(r.getheader("Content-Type").startswith("text/event-stream"))
+            return r
+
+        def next_event(r):
+            data = []
+            while True:
+                line = r.fp.readline()
+                self.assertTrue(line, "the stream ended early")
+                line = line.decode().rstrip("\r\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].strip())
+                elif not line and data:
+                    return json.loads("".join(data))
+
+        # What happened before the page looked, then each call as it lands.
+        stream = follow()
+        (first,) = next_event(stream)
+        self.assertEqual(first["tool"], "ls")
+        self.assertEqual(s.call(sid, 3, "read_file", {"path": ".env"})[0], 200)
+        (denied,) = next_event(stream)
+        self.assertEqual((denied["tool"], denied["outcome"]), ("read_file", "denied"))
+        self.assertGreater(denied["seq"], first["seq"])
+        # A page that comes back asks for what it has not seen.
+        self.assertEqual(next_event(follow(f"?after={first['seq']}")), [denied])
+        self.assertEqual(next_event(follow(f"?after={denied['seq']}")), [])
+        # The stream ends with its session.
+        s.request("DELETE", headers={"Mcp-Session-Id": sid})
+        deadline = time.monotonic() + 10
+        while stream.fp.readline() and time.monotonic() < deadline:
+            pass
+        self.assertLess(time.monotonic(), deadline, "the stream outlived its session")
 
     def test_the_page_needs_the_operators_token(self):
         r = subprocess.run([BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--root",
