@@ -87,7 +87,12 @@ json HttpServer::Impl::uiState() const {
            {"runtime", s->backend.runtime},
            {"backend", std::string(s->backend.backend->kind())},
            {"age_s", std::floor(secondsSince(s->created))},
-           {"idle_s", s->open_requests > 0 ? 0.0 : std::floor(secondsSince(s->last_used))},
+           // Since its client last asked anything (a stream it holds open to listen is not a
+           // use, though the session is not ended while it is open).
+           {"idle_s", s->server->activeCalls() > 0 || s->server->runningTasks() > 0
+                          ? 0.0
+                          : std::floor(secondsSince(s->last_used))},
+           {"listening", s->open_requests > 0},
            {"calls", s->server->activeCalls()},
            {"tasks", s->server->runningTasks()}});
     }

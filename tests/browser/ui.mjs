@@ -173,7 +173,9 @@ try {
     const age = await page.$eval(`tr[data-id="${sid}"] td:nth-child(6)`, (e) => e.textContent);
     await page.waitForFunction((id, was) => {
       const cell = (n) => document.querySelector(`tr[data-id="${id}"] td:nth-child(${n})`).textContent;
-      return /MiB \/ 1\.0 GiB/.test(cell(9)) && cell(6) !== was;  // and the row was updated since
+      // ... and the row was updated since; its idle time counts from the last call, though
+      // the agent's client holds a stream open to listen.
+      return /MiB \/ 1\.0 GiB/.test(cell(9)) && cell(6) !== was && cell(7) !== '0s';
     }, WAIT, sid, age);
     // The row changed in place: what the operator was about to click is still there.
     assert.ok(await open.evaluate((b) => b.isConnected), 'the row was rebuilt under the pointer');
