@@ -46,34 +46,30 @@ SupervisorOptions supervision(const CommandSpec& spec, std::function<void()> kil
   return o;
 }
 
-Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(
-    const Client& client, const std::string& container, const std::string& python,
-    const std::vector<std::string>& args, const std::string& user) {
-  std::vector<std::string> cmd = {python, "-I", "-S", "-u"};
-  cmd.insert(cmd.end(), args.begin(), args.end());
-  BYD_ASSIGN_OR_RETURN(
-      json made,
-      client.request("POST", "/containers/" + container + "/exec",
-                     {{"Cmd", cmd},
-                      {"Env", {"HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}},
-                      {"User", user},
-                      {"WorkingDir", "/workspace"},
-                      {"AttachStdin", true},
-                      {"AttachStdout", true},
-                      {"AttachStderr", true},
-                      {"Tty", false}}));
+Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(const Client& client,
+                                                                const std::string& container,
+                                                                const std::vector<std::string>& cmd,
+                                                                const std::string& user) {
+  BYD_ASSIGN_OR_RETURN(json made, client.request("POST", "/containers/" + container + "/exec",
+                                                 {{"Cmd", cmd},
+                                                  {"Env", {"HOME=/tmp", "LANG=C.UTF-8"}},
+                                                  {"User", user},
+                                                  {"WorkingDir", "/workspace"},
+                                                  {"AttachStdin", true},
+                                                  {"AttachStdout", true},
+                                                  {"AttachStderr", true},
+                                                  {"Tty", false}}));
   BYD_ASSIGN_OR_RETURN(std::unique_ptr<Hijacked> conn, client.startExec(made.value("Id", "")));
   std::unique_ptr<ContainerRunner> runner(new ContainerRunner(std::move(conn), container));
   // A runner whose exec ends before its greeting cannot run here. One that lives but has not
-  // greeted yet is waited for: on an engine starting many containers at once, a Python start
-  // can take tens of seconds.
+  // greeted yet is waited for: on an engine starting many containers at once, an exec can take
+  // tens of seconds.
   const auto deadline = Clock::now() + kGreetingWait;
   char kind = 0;
   std::string payload;
   while (!runner->nextFrame(&kind, &payload)) {
     if (!runner->pump(100)) {
-      return failedPrecondition("the command runner did not start in the container (is " + python +
-                                " in the image?)");
+      return failedPrecondition("the command runner did not start in the container");
     }
     if (Clock::now() >= deadline) {
       return Status(Code::kDeadlineExceeded, "the command runner did not greet within " +

@@ -1,9 +1,10 @@
 #pragma once
-// The server's end of a command runner kept alive in a container (backends/docker/runner.py,
-// copied in beside the Python kernel): a command of execute starts with a fork inside the
-// container instead of an engine exec, and a timeout or cancel kills its process group from
-// there, which needs no new process even when the pids limit is exhausted. A runner runs one
-// command at a time; the Docker backend keeps the idle ones. Not thread-safe: one user at a time.
+// The server's end of a command runner kept alive in a container (byd-enter --runner,
+// backends/docker/enter_runner.h, copied in beside the Python kernel): a command of execute
+// starts with a fork inside the container instead of an engine exec, and a timeout or cancel
+// kills its process group from there, which needs no new process even when the pids limit is
+// exhausted. A runner runs one command at a time; the Docker backend keeps the idle ones. Not
+// thread-safe: one user at a time.
 
 #include <chrono>
 #include <functional>
@@ -49,14 +50,12 @@ class ContainerRunner {
   // How long a runner that lives is waited for to greet.
   static constexpr std::chrono::seconds kGreetingWait{60};
 
-  // Starts a runner in `container` through one exec of `python -I -S -u ARGS...` (the runner's
-  // script, behind what confines it), as `user`. Failed precondition when its exec ends without
-  // a greeting (an image without Python): then use one exec per command. Deadline exceeded
+  // Starts a runner in `container` through one exec of `cmd`, as `user`. Failed precondition
+  // when its exec ends without a greeting: then use one exec per command. Deadline exceeded
   // when it lives but has not greeted within kGreetingWait.
   static Result<std::unique_ptr<ContainerRunner>> start(const Client& client,
                                                         const std::string& container,
-                                                        const std::string& python,
-                                                        const std::vector<std::string>& args,
+                                                        const std::vector<std::string>& cmd,
                                                         const std::string& user);
   ~ContainerRunner();
 

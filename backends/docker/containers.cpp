@@ -28,7 +28,6 @@
 namespace byd {
 
 extern const char kPythonKernelSource[];
-extern const char kDockerRunnerSource[];
 extern const char kDockerConfineSource[];
 extern const unsigned char kDockerEnterBinary[];
 extern const size_t kDockerEnterBinary_size;
@@ -336,7 +335,8 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
   BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", path, spec));
   const std::string id = created.value("Id", "");
   if (id.empty()) return internalError("the Docker engine created a container without an id");
-  // The kernel's and the runner's source, read-only for the container's user.
+  // The kernel's source and byd-enter (also the command runner), read-only for the container's
+  // user.
   BYD_ASSIGN_OR_RETURN(std::vector<char> bpf, compileSeccompFilter());
   BYD_ASSIGN_OR_RETURN(
       std::string tar,
@@ -345,7 +345,6 @@ Result<std::string> DockerBackend::createContainer(const std::string& runtime, N
             std::string(reinterpret_cast<const char*>(kDockerEnterBinary), kDockerEnterBinary_size),
             0755},
            {"kernel.py", kPythonKernelSource, 0644},
-           {"runner.py", kDockerRunnerSource, 0644},
            {"confine.py", kDockerConfineSource, 0644},
            {"seccomp.bpf", std::string(bpf.begin(), bpf.end()), 0644}}));
   docker::Reply put;

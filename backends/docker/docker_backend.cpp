@@ -599,12 +599,10 @@ void DockerBackend::checkContainer(const std::string& container, ExecOutcome* ou
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(const std::string& container) {
-  // As root, which runs each command as the container's user (runner.py --user), through
-  // byd-enter, which masks its workspace and installs the sandbox's seccomp filter. (The runner
-  // itself must be free to mount: the code cannot reach it.)
-  std::vector<std::string> args = {std::string(kKernelDir) + "/runner.py", "--user", codeUser(),
-                                   "--enter", enterPath()};
-  return ContainerRunner::start(client_, container, options_.python, args, kRoot);
+  // byd-enter's runner, as root, which runs each command as the container's user, its
+  // workspace masked and the sandbox's seccomp filter installed. (The runner itself must be
+  // free to mount: the code cannot reach it.)
+  return ContainerRunner::start(client_, container, {enterPath(), "--runner", codeUser()}, kRoot);
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() {
@@ -630,7 +628,7 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() {
     spdlog::warn("docker: {}; this command gets an exec of its own", runner.status().message());
     return std::unique_ptr<ContainerRunner>();
   }
-  // The container runs, yet no runner came up: the image has no Python for it.
+  // The container runs, yet no runner came up (byd-enter cannot run there).
   auto state = client_.request("GET", "/containers/" + container + "/json");
   if (state.ok() && (*state)["State"].value("Running", false)) {
     spdlog::warn("docker: {}; each command gets an exec of its own", runner.status().message());

@@ -10,12 +10,14 @@
 //             UID:GID DIR PROGRAM [ARG...]
 //   byd-enter --update-masks UID --masks-root DIR [--mask KPATH]...
 //   byd-enter --relay SOCKET PORT
+//   byd-enter --runner UID:GID
 //
 // --pid-file: writes its pid (the program's, after the exec) to FILE first, as root, where the
 // code cannot change it. --filter: the BPF program the server compiled (struct sock_filter[]).
 // --masks-root: the masks (enter_masks.h) of the workspace mounted at DIR become those given by
 // --mask (none: no mask), before the program starts. --update-masks: the same alone, the
 // processes of UID stopped meanwhile (a kernel's, between cells). --relay: enter_relay.h.
+// --runner: the command runner (enter_runner.h), each command entered as the first form does.
 // Exit status 126 when it cannot do one of these (said on stderr), 127 when PROGRAM cannot be
 // executed; otherwise the program's.
 
@@ -39,6 +41,7 @@
 
 #include "backends/docker/enter_masks.h"
 #include "backends/docker/enter_relay.h"
+#include "backends/docker/enter_runner.h"
 
 namespace {
 
@@ -55,7 +58,8 @@ constexpr int kNoProgram = 127;
           "usage: byd-enter [--pid-file FILE] [--filter BPF] [--masks-root DIR [--mask KPATH]...]\n"
           "                 UID:GID DIR PROGRAM [ARG...]\n"
           "       byd-enter --update-masks UID --masks-root DIR [--mask KPATH]...\n"
-          "       byd-enter --relay SOCKET PORT\n");
+          "       byd-enter --relay SOCKET PORT\n"
+          "       byd-enter --runner UID:GID\n");
   exit(kCannot);
 }
 
@@ -138,23 +142,6 @@ size_t readFilter(const char* path, sock_filter* buf, size_t max) {
   return got / sizeof(sock_filter);
 }
 
-// The real uid of process `pid`, or -1.
-long uidOf(const char* pid) {
-  const std::string path = std::string("/proc/") + pid + "/status";
-  FILE* f = fopen(path.c_str(), "re");
-  if (f == nullptr) return -1;
-  char line[256];
-  long uid = -1;
-  while (fgets(line, sizeof line, f) != nullptr) {
-    if (strncmp(line, "Uid:", 4) == 0) {
-      uid = strtol(line + 4, nullptr, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return uid;
-}
-
 // Whether process `pid` is stopped (or gone).
 bool stopped(pid_t pid) {
   char path[64];
@@ -180,7 +167,7 @@ std::vector<pid_t> stopUser(unsigned long uid) {
     while (dirent* e = readdir(dir)) {
       if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
       const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
-      if (pid == getpid() || uidOf(e->d_name) != static_cast<long>(uid)) continue;
+      if (pid == getpid() || byd::enter::uidOf(e->d_name) != static_cast<long>(uid)) continue;
       bool known = false;
       for (pid_t p : all) known = known || p == pid;
       if (known) continue;
@@ -216,14 +203,19 @@ int updateMasks(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "--update-masks") return updateMasks(argc, argv);
-  if (argc > 1 && std::string_view(argv[1]) == "--relay") {
-    if (argc != 4) usage();
-    return byd::enter::relay(argv[2], atoi(argv[3]));
+// Parses "UID:GID" (not root) into `uid` and `gid`; exits saying why when it cannot.
+void parseIds(const char* text, unsigned long* uid, unsigned long* gid) {
+  const std::string_view ids = text;
+  const size_t colon = ids.find(':');
+  if (colon == std::string_view::npos || !parseId(ids.substr(0, colon), uid) ||
+      !parseId(ids.substr(colon + 1), gid) || *uid == 0) {
+    fprintf(stderr, "byd-enter: UID:GID must be two numbers and not root, got '%s'\n", text);
+    exit(kCannot);
   }
+}
+
+// [--pid-file FILE] [--filter BPF] [--masks-root DIR [--mask KPATH]...] UID:GID DIR PROGRAM...
+[[noreturn]] void enterAndExec(int argc, char** argv) {
   int i = 1;
   const char* pid_file = nullptr;
   const char* filter = nullptr;
@@ -242,14 +234,8 @@ int main(int argc, char** argv) {
   }
   if (root.empty() && !wanted.empty()) usage();
   if (argc - i < 3) usage();
-  const std::string_view ids = argv[i];
-  const size_t colon = ids.find(':');
   unsigned long uid = 0, gid = 0;
-  if (colon == std::string_view::npos || !parseId(ids.substr(0, colon), &uid) ||
-      !parseId(ids.substr(colon + 1), &gid) || uid == 0) {
-    fprintf(stderr, "byd-enter: UID:GID must be two numbers and not root, got '%s'\n", argv[i]);
-    return kCannot;
-  }
+  parseIds(argv[i], &uid, &gid);
   const char* dir = argv[i + 1];
   char** program = argv + i + 2;
 
@@ -281,4 +267,22 @@ int main(int argc, char** argv) {
   }
   execvp(program[0], program);
   fail("cannot execute", program[0], errno, kNoProgram);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string_view mode = argc > 1 ? argv[1] : "";
+  if (mode == "--update-masks") return updateMasks(argc, argv);
+  if (mode == "--relay") {
+    if (argc != 4) usage();
+    return byd::enter::relay(argv[2], atoi(argv[3]));
+  }
+  if (mode == "--runner") {
+    if (argc != 3) usage();
+    unsigned long uid = 0, gid = 0;
+    parseIds(argv[2], &uid, &gid);
+    return byd::enter::runner(uid, gid, enterAndExec);
+  }
+  enterAndExec(argc, argv);
 }

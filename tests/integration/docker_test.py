@@ -282,7 +282,7 @@ class DockerBackend(unittest.TestCase):
             "        cmd = open(f'/proc/{name}/cmdline', 'rb').read()\n"
             "    except OSError:\n"
             "        continue\n"
-            "    if b'kernel.py' not in cmd and b'runner.py' not in cmd:\n"
+            "    if b'kernel.py' not in cmd and b'--runner' not in cmd:\n"
             "        continue\n"
             "    seen.append(name)\n"
             "    for fd in range(8):\n"
@@ -761,53 +761,26 @@ class OnDerivedImage(unittest.TestCase):
 
 
 class ImageWithoutPython(OnDerivedImage):
-    """An image with no Python for the command runner: each command gets an exec of its own,
-    with the same results, and run_python says why it cannot run."""
+    """An image with no Python: commands still go through the command runner (byd-enter, copied
+    in), with the same results, and run_python says why it cannot run."""
     NAME, SCRIPT = "nopython", "rm -f /usr/bin/python3*"
 
-    def test_commands_run_through_exec(self):
+    def test_commands_run_through_the_runner(self):
         server = Stdio(image=self.image)
         try:
             r = server.tool("execute", {"command": "cat; echo $((6 * 7)); exit 4",
                                         "stdin": "in\n"})["structuredContent"]
             self.assertEqual((r["stdout"], r["exit_code"]), ("in\n42\n", 4), r)
-            self.assertNotIn("runner.py", server.sh(PARENT)["stdout"])
+            self.assertIn("byd-enter --runner", server.sh(PARENT)["stdout"])
             r = server.sh("sleep 300 & sleep 301; echo never", timeout_s=2)
             self.assertTrue(r["timed_out"], r)
             self.assertEqual(server.sh("ps -eo args | grep -c '^slee[p] 30' || true")["stdout"],
                              "0\n")
-            self.assertTrue(any("each command gets an exec of its own" in line
-                                for line in server.stderr_lines), server.stderr_lines)
+            self.assertFalse(any("exec of its own" in line for line in server.stderr_lines),
+                             server.log_tail())
             py = server.tool("run_python", {"code": "1"})
             self.assertTrue(py["isError"], py)
             self.assertIn("needs python3 in the image", py["content"][0]["text"])
-        finally:
-            self.assertEqual(server.close(), 0)
-
-
-class SlowPython(OnDerivedImage):
-    """A command runner that takes longer than usual to greet (an engine starting many
-    containers at once) is waited for while it lives: commands go through it, not through an
-    exec each for the rest of the session."""
-    # python3 on the container's PATH starts 11 s late.
-    NAME = "slowpython"
-    SCRIPT = ("printf '#!/bin/sh\\nsleep 11\\nexec /usr/bin/python3 \"$@\"\\n' "
-              "> /usr/local/bin/python3 && chmod 755 /usr/local/bin/python3")
-
-    def test_a_slow_runner_is_waited_for(self):
-        server = Stdio(image=self.image)
-        try:
-            started = time.monotonic()
-            r = server.sh("echo $((6 * 7))")
-            self.assertEqual((r["stdout"], r["exit_code"]), ("42\n", 0), r)
-            self.assertGreater(time.monotonic() - started, 10)  # it did wait for the runner
-            # The runner started the command, and the next ones too, at once.
-            started = time.monotonic()
-            for _ in range(2):
-                self.assertIn("runner.py", server.sh(PARENT)["stdout"])
-            self.assertLess(time.monotonic() - started, 10)
-            self.assertFalse(any("exec of its own" in line for line in server.stderr_lines),
-                             server.log_tail())
         finally:
             self.assertEqual(server.close(), 0)
 

@@ -1,5 +1,6 @@
-"""Tests of backends/docker/runner.py (the Docker backend's command runner) over its frames, as
-the server drives it, here on the host instead of in a container.
+"""Tests of byd-enter's command runner (byd-enter --runner, backends/docker/enter_runner.h: the
+Docker backend's) over its frames, as the server drives it, here on the host instead of in a
+container: as root, running each command as another user.
 
 Run from the repository root: /usr/bin/python3 -m unittest tests/python/test_runner.py -v
 """
@@ -15,8 +16,10 @@ import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RUNNER = os.path.join(ROOT, "backends", "docker", "runner.py")
-PYTHON = "/usr/bin/python3"
+# A uid no one else on this machine runs as.
+USER_UID = 61000 + os.getpid() % 1000
+# byd-enter, as built (the test command says where).
+ENTER = os.environ.get("BYD_ENTER", os.path.join(ROOT, "build", "backends", "byd-enter"))
 TIMEOUT = 30  # seconds to wait for any one frame
 ENV = ["PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"]
 
@@ -38,11 +41,15 @@ def alive(pid):
         return False
 
 
+@unittest.skipUnless(os.geteuid() == 0, "the runner starts as root and drops to its user")
 class RunnerTest(unittest.TestCase):
-    ARGS = []
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(ENTER, os.X_OK):
+            raise AssertionError(f"no byd-enter at {ENTER}: build it, or set BYD_ENTER")
 
     def setUp(self):
-        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-u", RUNNER, *self.ARGS],
+        self.proc = subprocess.Popen([ENTER, "--runner", f"{USER_UID}:{USER_UID}"],
                                      stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
                                      start_new_session=True)
@@ -62,7 +69,9 @@ class RunnerTest(unittest.TestCase):
 
     def workdir(self):
         """A directory for a test's files, which the commands may write in."""
-        return tempfile.TemporaryDirectory()
+        made = tempfile.TemporaryDirectory()
+        os.chown(made.name, USER_UID, USER_UID)
+        return made
 
     def send(self, msg):
         body = json.dumps(msg).encode()
@@ -125,11 +134,6 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(out, b"xxxxx")
         self.assertEqual(end["exit_code"], 0)
 
-    def test_a_missing_directory_is_an_error_and_the_runner_goes_on(self):
-        _, _, end, _ = self.run_command("true", cwd="/no/such/dir")
-        self.assertIn("cannot start the command", end["error"])
-        self.assertEqual(self.run_command("echo still")[0], b"still\n")
-
     def test_output_is_cut_at_the_cap_and_read_to_the_end(self):
         out, _, end, _ = self.run_command("head -c 1000000 /dev/zero; echo done >&2",
                                           max_output=1000)
@@ -182,9 +186,13 @@ class RunnerTest(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 5)
 
     def test_what_a_command_leaves_running_ends_with_it(self):
+        start = time.monotonic()
         out, _, end, _ = self.run_command("sleep 60 & echo $!")
         self.assertEqual(end["exit_code"], 0)
         self.assertFalse(alive(int(out)))
+        # At once: the runner reaps what it killed in the group (its orphans), rather than
+        # killing the group again until a deadline.
+        self.assertLess(time.monotonic() - start, 1.8)
 
     def test_a_daemon_ends_with_the_command(self):
         # The command waits until the daemon leads a session of its own, then ends: the daemon
@@ -226,28 +234,29 @@ class RunnerTest(unittest.TestCase):
         self.proc.stdin.close()
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
 
+    def test_output_goes_out_while_the_command_runs(self):
+        # Output is held only briefly: what a long command printed reaches the server before
+        # its end.
+        self.send({"type": "run", "argv": ["/bin/sh", "-c", "echo first; sleep 3; echo last"],
+                   "env": ENV, "cwd": "/"})
+        self.assertEqual(self.frame()[0], b"S")
+        start = time.monotonic()
+        self.assertEqual(self.frame(), (b"O", b"first\n"))
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertEqual(self.frame(), (b"O", b"last\n"))
+        self.assertEqual(self.frame()[0], b"X")
 
-# A uid no one else on this machine runs as, for the tests of --user.
-USER_UID = 61000 + os.getpid() % 1000
-# byd-enter, as built (the test command says where).
-ENTER = os.environ.get("BYD_ENTER", os.path.join(ROOT, "build", "backends", "byd-enter"))
-
-
-@unittest.skipUnless(os.geteuid() == 0, "the runner drops to --user only when it starts as root")
-class RunnerAsUserTest(RunnerTest):
-    """The runner as the Docker backend starts it: root, running each command as another user
-    through byd-enter."""
-    ARGS = ["--user", f"{USER_UID}:{USER_UID}", "--enter", ENTER]
-
-    @classmethod
-    def setUpClass(cls):
-        if not os.access(ENTER, os.X_OK):
-            raise AssertionError(f"no byd-enter at {ENTER}: build it, or set BYD_ENTER")
-
-    def workdir(self):
-        made = tempfile.TemporaryDirectory()
-        os.chown(made.name, USER_UID, USER_UID)
-        return made
+    def test_malformed_requests_are_refused_and_the_runner_goes_on(self):
+        for bad, why in (({"argv": "ls"}, "argv must be a list"),
+                         ({"argv": ["true"], "enter": "--filter"}, "malformed enter options")):
+            self.send({"type": "run", "env": ENV, "cwd": "/", "nonce": "n", **bad})
+            kind, payload = self.frame()
+            self.assertEqual(kind, b"X")
+            end = json.loads(payload)
+            self.assertIn(why, end["error"])
+            self.assertEqual(end["nonce"], "n")
+        self.send({"type": 7})  # no run: nothing to answer
+        self.assertEqual(self.run_command("echo still")[0], b"still\n")
 
     def test_a_missing_directory_is_an_error_and_the_runner_goes_on(self):
         _, err, end, _ = self.run_command("true", cwd="/no/such/dir")
