@@ -329,6 +329,11 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
       }
     }
   }
+  if (c.session_pool > 0 && (c.transport != "http" || c.backend == "state")) {
+    return invalidArgument(
+        "--session-pool needs --transport http and a backend with sandboxes or containers "
+        "(local or docker), whose sessions it starts ahead");
+  }
   if (c.persist_containers && (c.transport != "http" || c.backend != "docker")) {
     return invalidArgument("--persist-containers needs --transport http and --backend docker");
   }

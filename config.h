@@ -94,6 +94,7 @@ struct Config {
   std::string workspace_root;  // HTTP + Local/Docker: each session works in a fresh directory here
   double workspace_ttl_s = 0;  // session directories unopened this long are deleted (0: never)
   bool persist_containers = false;  // a named session's container is stopped, not removed
+  size_t session_pool = 0;          // HTTP: sessions kept ready (started ahead) for each tenant
   DockerOptions docker;             // --backend docker
   bool root_given = false;          // --root (or "root" in the file) was set, not defaulted
   // "HOST:PORT" of `listen`, split; "[::1]:0" gives "::1" and 0.

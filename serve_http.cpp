@@ -63,6 +63,8 @@ nlohmann::json policyOf(const byd::Config& config, const byd::permissions::Guard
 int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   byd::mcp::blockStopSignals();
 
+  // The tenants' own rules (kept here, beside the server, and past the factory's pools).
+  std::deque<byd::permissions::Guard> tenant_guards;
   byd::SessionFactory sessions(config, guard);
   auto first = sessions.start();
   if (!first.ok()) {
@@ -95,11 +97,16 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.admin_token = config.admin_token;
   http.ui = config.ui;
   if (config.ui) http.policy = policyOf(config, guard);
-  // The tenants, each with its own rules where it has them (kept here, beside the server).
-  std::deque<byd::permissions::Guard> tenant_guards;
+  // The tenants, each with its own rules where it has them, and what a pool of each makes.
+  std::vector<byd::SessionFactory::Request> pooled;
+  if (config.tenants.empty()) pooled.push_back({});
   for (const byd::TenantSpec& spec : config.tenants) {
     const byd::permissions::Guard* own = nullptr;
     if (spec.ruleset) own = &tenant_guards.emplace_back(*spec.ruleset, guard.askFallback());
+    pooled.push_back({.tenant = spec.name,
+                      .workspace_root = spec.workspace_root,
+                      .guard = own,
+                      .runtimes = spec.runtimes ? &*spec.runtimes : nullptr});
     http.tenants.push_back(byd::mcp::Tenant{.name = spec.name,
                                             .token_sha256 = spec.token_sha256,
                                             .max_sessions = spec.max_sessions,
@@ -159,6 +166,7 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
     fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());
     return 1;
   }
+  sessions.startPools(std::move(pooled));
   const std::string host =
       http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
   fprintf(stderr,

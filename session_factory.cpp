@@ -405,41 +405,157 @@ mcp::SessionBackend SessionFactory::given(const std::shared_ptr<SessionStack>& s
                              .tasks = stack->tasks};
 }
 
+Result<std::pair<std::shared_ptr<SessionStack>, std::string>> SessionFactory::unnamed(
+    const Request& request, const std::string& under, const RuntimeSpec* runtime) {
+  std::string dir;
+  if (!under.empty()) {
+    dir = under + "/session-XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) {
+      return internalError("cannot make a session directory under " + under + ": " +
+                           strerror(errno));
+    }
+  }
+  auto stack = fresh(request, dir, runtime);
+  if (!stack.ok()) {
+    if (!dir.empty()) rmdir(dir.c_str());
+    return stack.status();
+  }
+  return std::make_pair(std::move(*stack), std::move(dir));
+}
+
 Result<mcp::SessionBackend> SessionFactory::next(const Request& request) {
   const std::string& under =
       request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;
   BYD_ASSIGN_OR_RETURN(const RuntimeSpec* runtime, runtimeOf(request));
   if (!request.name.empty()) return attach(request, under, runtime);
-  std::shared_ptr<SessionStack> stack;
   if (under.empty() && runtime == nullptr &&
       (request.guard == nullptr || request.guard == &guard_)) {
     std::lock_guard lock(mu_);
-    stack = std::move(spare_);
+    if (std::shared_ptr<SessionStack> stack = std::move(spare_)) {
+      return given(stack, stack, stack->instructions);
+    }
   }
-  if (!stack) {
-    std::string dir;
-    if (!under.empty()) {
-      dir = under + "/session-XXXXXX";
-      if (mkdtemp(dir.data()) == nullptr) {
-        return internalError("cannot make a session directory under " + under + ": " +
-                             strerror(errno));
+  auto ready = takeReady(request);
+  if (!ready) {
+    auto made = unnamed(request, under, runtime);
+    if (!made.ok()) return made.status();
+    ready = std::move(*made);
+  }
+  auto [stack, dir] = std::move(*ready);
+  if (dir.empty()) return given(stack, stack, stack->instructions);
+  // Open while its session is: --workspace-ttl counts from when it closed.
+  std::lock_guard lock(mu_);
+  open_dirs_.insert(dir);
+  if (config_.workspace_ttl_s > 0) startReaper();
+  std::shared_ptr<void> lease(nullptr, [this, dir, stack](void*) {
+    std::lock_guard lock(mu_);
+    open_dirs_.erase(dir);
+    utimensat(AT_FDCWD, dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+  });
+  return given(stack, lease, stack->instructions);
+}
+
+void SessionFactory::startPools(std::vector<Request> kinds) {
+  if (config_.session_pool == 0 || kinds.empty()) return;
+  std::lock_guard lock(mu_);
+  for (Request& kind : kinds) {
+    std::string tenant = kind.tenant;
+    pools_[tenant].kind = std::move(kind);
+  }
+  pool_gauge_ = std::make_unique<metrics::Gauge>("byd_session_pool_ready", [this] {
+    std::lock_guard lock(mu_);
+    metrics::GaugeSamples samples;
+    for (const auto& [tenant, pool] : pools_) {
+      samples.push_back({{tenant}, static_cast<double>(pool.ready.size())});
+    }
+    return samples;
+  });
+  filler_ = std::jthread([this](std::stop_token stop) { fillPools(stop); });
+}
+
+std::optional<std::pair<std::shared_ptr<SessionStack>, std::string>> SessionFactory::takeReady(
+    const Request& request) {
+  if (!request.runtime.empty()) return std::nullopt;
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(request.tenant);
+  if (it == pools_.end() || it->second.ready.empty() || it->second.kind.guard != request.guard ||
+      it->second.kind.workspace_root != request.workspace_root) {
+    return std::nullopt;
+  }
+  auto ready = std::move(it->second.ready.front());
+  it->second.ready.pop_front();
+  // Its directory is the session's now, kept after it as any session's is.
+  if (ready.first->temp_dir) std::exchange(ready.first->temp_dir, nullptr)->path.clear();
+  pool_cv_.notify_all();
+  return ready;
+}
+
+void SessionFactory::fillPools(std::stop_token stop) {
+  const auto shortest = [this]() -> Pool* {
+    Pool* most_short = nullptr;
+    for (auto& [tenant, pool] : pools_) {
+      if (pool.ready.size() < config_.session_pool &&
+          (most_short == nullptr || pool.ready.size() < most_short->ready.size())) {
+        most_short = &pool;
       }
     }
-    BYD_ASSIGN_OR_RETURN(stack, fresh(request, dir, runtime));
-    if (!dir.empty()) {
-      // Open while its session is: --workspace-ttl counts from when it closed.
-      std::lock_guard lock(mu_);
-      open_dirs_.insert(dir);
-      if (config_.workspace_ttl_s > 0) startReaper();
-      std::shared_ptr<void> lease(nullptr, [this, dir, stack](void*) {
-        std::lock_guard lock(mu_);
-        open_dirs_.erase(dir);
-        utimensat(AT_FDCWD, dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
-      });
-      return given(stack, lease, stack->instructions);
+    return most_short;
+  };
+  std::set<std::string> warned;
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    Pool* pool = shortest();
+    if (pool == nullptr) {
+      pool_cv_.wait(lock, stop, [&] { return shortest() != nullptr; });
+      continue;
     }
+    const Request kind = pool->kind;  // pools_ keeps its entries: `pool` stays valid
+    lock.unlock();
+    const std::string& under =
+        kind.workspace_root.empty() ? config_.workspace_root : kind.workspace_root;
+    auto made = [&]() -> Result<std::pair<std::shared_ptr<SessionStack>, std::string>> {
+      BYD_ASSIGN_OR_RETURN(const RuntimeSpec* runtime, runtimeOf(kind));
+      BYD_ASSIGN_OR_RETURN(auto ready, unnamed(kind, under, runtime));
+      if (!ready.second.empty()) {
+        ready.first->temp_dir = std::make_shared<TempDir>();
+        ready.first->temp_dir->path = ready.second;
+      }
+      // Nothing to start for rules under which nothing runs (a read-only tenant).
+      const permissions::Ruleset& rules = (ready.first->guard ? ready.first->guard
+                                           : kind.guard       ? kind.guard
+                                                              : &guard_)
+                                              ->ruleset();
+      Executor* executor = ready.first->backend->executor();
+      if (executor != nullptr && !(rules.alwaysDenied(permissions::Operation::kExecute) &&
+                                   rules.alwaysDenied(permissions::Operation::kPython))) {
+        executor->prepare();
+      }
+      return ready;
+    }();
+    lock.lock();
+    if (!made.ok()) {
+      if (warned.insert(kind.tenant).second) {
+        spdlog::warn("session pool of tenant '{}': {}; trying again every 10 s", kind.tenant,
+                     made.status().message());
+      }
+      pool_cv_.wait_for(lock, stop, std::chrono::seconds(10), [] { return false; });
+      continue;
+    }
+    if (!made->second.empty()) open_dirs_.insert(made->second);  // no --workspace-ttl expiry
+    pool->ready.push_back(std::move(*made));
   }
-  return given(stack, stack, stack->instructions);
+}
+
+SessionFactory::~SessionFactory() {
+  filler_ = {};
+  reaper_ = {};
+  pool_gauge_.reset();  // not under mu_, which reading it takes
+  std::map<std::string, Pool> pools;
+  {
+    std::lock_guard lock(mu_);
+    pools.swap(pools_);
+  }
+  // The ready stacks end here, and their directories, which no session has used, with them.
 }
 
 Result<mcp::SessionBackend> SessionFactory::attach(const Request& request, const std::string& under,

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "backends/state/state_backend.h"
+#include "common/metrics.h"
 #include "config.h"
 #include "mcp/http_server.h"
 #include "mcp/server.h"
@@ -67,6 +69,7 @@ class SessionFactory {
  public:
   // Both must outlive the factory.
   SessionFactory(const Config& config, const permissions::Guard& guard);
+  ~SessionFactory();
 
   // The first stack, warm (the sandbox checked, its helper and a spare Python kernel started
   // in the background); an error is a configuration mistake. HTTP keeps it for the first
@@ -116,6 +119,11 @@ class SessionFactory {
                                        const std::string& root);
   // The options of a dispatcher on `stack`.
   mcp::ServerOptions serverOptions(const SessionStack& stack) const;
+  // --session-pool N: keeps N unnamed sessions ready for each of `kinds` (a tenant's sessions
+  // with its default runtime), each with its directory, sandbox or container and spare Python
+  // kernel started ahead, made one at a time in the background, from now on and again as
+  // each is taken. What `kinds` point to must outlive the factory. Once, before serving.
+  void startPools(std::vector<Request> kinds);
 
  private:
   Result<SessionStack> open(const Config& config, bool warm, const permissions::Guard& guard) const;
@@ -134,6 +142,17 @@ class SessionFactory {
   // section, made once and kept.
   Result<const permissions::Guard*> guardFor(const permissions::Guard& base,
                                              const RuntimeSpec& runtime);
+  // An unnamed session's stack, in a fresh directory under `under` ("": in the root), and
+  // that directory.
+  Result<std::pair<std::shared_ptr<SessionStack>, std::string>> unnamed(const Request& request,
+                                                                        const std::string& under,
+                                                                        const RuntimeSpec* runtime);
+  // A stack made ahead for `request`'s tenant, and its directory; none when its pool is empty
+  // (or it asks for a runtime by name).
+  std::optional<std::pair<std::shared_ptr<SessionStack>, std::string>> takeReady(
+      const Request& request);
+  // The pools' filler thread: the pool shortest of --session-pool first.
+  void fillPools(std::stop_token stop);
   // A new stack for `request` in `dir` ("": the root) with `runtime` (null: the server's
   // image); a named session's keeps its container with --persist-containers.
   Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir,
@@ -171,7 +190,17 @@ class SessionFactory {
   std::map<std::pair<const permissions::Guard*, std::string>, std::unique_ptr<permissions::Guard>>
       runtime_guards_;
   std::condition_variable_any reaper_cv_;
-  std::jthread reaper_;  // last: stopped before what it reaps goes
+  // --session-pool: by tenant, what its sessions are asked as and the stacks made for them,
+  // each prepared and holding its directory (removed with it unless a session takes it).
+  struct Pool {
+    Request kind;
+    std::deque<std::pair<std::shared_ptr<SessionStack>, std::string>> ready;
+  };
+  std::map<std::string, Pool> pools_;
+  std::condition_variable_any pool_cv_;
+  std::unique_ptr<metrics::Gauge> pool_gauge_;
+  std::jthread reaper_;  // stopped before what it reaps goes
+  std::jthread filler_;  // last: stopped before the pools go
 };
 
 }  // namespace byd

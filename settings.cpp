@@ -573,6 +573,19 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(persist_containers)},
+      {"session_pool",
+       "--session-pool",
+       T::kInt,
+       "N",
+       "HTTP, Local or Docker: N sessions kept ready for each tenant, their sandbox (or "
+       "container) and Python kernel started ahead, made from start and again as each is "
+       "taken, so that a new session's first call waits for nothing; 0 starts nothing before a "
+       "session uses it",
+       {},
+       0,
+       256,
+       nullptr,
+       BYD_MEMBER(session_pool)},
       {"docker_host",
        "--docker-host",
        T::kString,

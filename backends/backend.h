@@ -232,6 +232,11 @@ class Executor {
     return unimplemented("this backend installs no packages");
   }
   virtual bool installsPackages() const { return false; }
+  // Starts now what a session's first command and first run_python would start (the
+  // sandbox's helper and a spare kernel; the container, its command runner and a spare
+  // kernel), so that they find it ready: a session kept ready ahead (--session-pool). Blocks
+  // until the sandbox or container is up; what fails is left for the first call to report.
+  virtual void prepare() {}
 };
 
 // What a workspace's processes use now, and their ceilings where there are any.

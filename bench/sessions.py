@@ -4,11 +4,11 @@ with its own sandbox (Local) or container (Docker), running mixed calls (read_fi
 execute, run_python), every answer checked against its own session's files and Python state.
 
     /usr/bin/python3 bench/sessions.py [--backend local|docker] [--sessions 64] [--tenants 4]
-                                       [--seconds 20] [--binary build/backyard-mcp]
+                                       [--seconds 20] [--pool N] [--binary build/backyard-mcp]
 
 It measures, in one run against one server:
   - idle: a warm `execute` round trip of one session on an otherwise idle server (p50, p99);
-  - first call: the 64 sessions open at once; each one's first `execute` (its sandbox, or its
+  - first call: the 64 sessions open at once (with --pool N, N per tenant made ahead); each one's first `execute` (its sandbox, or its
     container, started cold) and its first `run_python` (its kernel), p50 and p99;
   - saturation: the 64 sessions in a closed loop for --seconds: calls per second sustained and
     the warm `execute` p50/p99 under it;
@@ -23,6 +23,7 @@ Any wrong, lost or duplicated answer is an error and fails the run (exit 1). Nee
 """
 
 import argparse
+import http.client
 import json
 import multiprocessing
 import os
@@ -49,6 +50,23 @@ def pct(values, p):
 
 def ms(values, p):
     return f"{pct(values, p) * 1000:.1f} ms"
+
+
+def pool_filled(port, want, timeout=600):
+    """Waits until the server's session pools hold `want` ready sessions; how long it took."""
+    started = time.monotonic()
+    while True:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        ready = sum(float(m) for m in re.findall(r"^byd_session_pool_ready\{[^}]*\} (\S+)$",
+                                                   text, re.M))
+        if ready >= want:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"the session pools hold {ready:.0f} of {want} after {timeout} s")
+        time.sleep(0.2)
 
 
 def containers(backend):
@@ -239,6 +257,8 @@ def main():
     ap.add_argument("--tenants", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--idle-calls", type=int, default=200)
+    ap.add_argument("--pool", type=int, default=0,
+                    help="--session-pool: sessions kept ready for each tenant")
     ap.add_argument("--client-processes", type=int, default=8,
                     help="processes the sessions' clients are spread over")
     args = ap.parse_args()
@@ -262,6 +282,8 @@ def main():
            "--max-sessions", str(args.sessions + 8)]
     if args.backend == "docker":
         cmd += ["--backend", "docker", "--image", args.image, "--runtime", args.runtime]
+    if args.pool:
+        cmd += ["--session-pool", str(args.pool)]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     errors, log = [], []
@@ -278,6 +300,9 @@ def main():
         log = []  # the server's warnings and errors, reported with the figures
         threading.Thread(target=lambda: log.extend(proc.stderr.readlines()), daemon=True).start()
         time.sleep(1.0)
+        report["pool"] = args.pool
+        if args.pool:
+            report["pool_filled_s"] = pool_filled(port, args.pool * args.tenants)
         rest = counts(proc.pid) + (containers(args.backend),)
 
         # Idle: one warm session alone.
@@ -302,6 +327,8 @@ def main():
         report["first_python_p50_ms"] = pct(first_py, 50) * 1000
         report["first_python_p99_ms"] = pct(first_py, 99) * 1000
         report["threads_with_sessions"] = counts(proc.pid)[0]
+        if args.pool:  # the pools made again before the next phase, so as not to disturb it
+            report["pool_refilled_s"] = pool_filled(port, args.pool * args.tenants)
 
         # Saturation: a closed loop for --seconds.
         started = time.monotonic()
@@ -351,7 +378,10 @@ def main():
     ok = report.get("half_rate_p99_over_idle_p99", 99) < 2
     back = report.get("rest_after") and all(
         report["rest_after"][k] <= report["rest_before"][k] for k in report["rest_before"])
-    print(f"\n{args.backend}: {args.sessions} sessions / {args.tenants} tenants")
+    print(f"\n{args.backend}: {args.sessions} sessions / {args.tenants} tenants" +
+          (f", {args.pool} ready per tenant (filled in {report['pool_filled_s']:.1f} s, "
+           f"again after the first calls in {report['pool_refilled_s']:.1f} s)"
+           if args.pool else ""))
     print(f"  idle execute          p50 {report['idle_execute_p50_ms']:.1f} ms, "
           f"p99 {report['idle_execute_p99_ms']:.1f} ms")
     print(f"  first execute         p50 {report['first_execute_p50_ms']:.0f} ms, "

@@ -29,6 +29,10 @@ const std::vector<double> kBuildBuckets = {1, 5, 15, 30, 60, 120, 300, 600, 1200
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
       {"byd_sessions", Type::kGauge, "Open HTTP sessions, by tenant.", {"tenant"}},
+      {"byd_session_pool_ready",
+       Type::kGauge,
+       "Sessions made ahead and ready to be taken (--session-pool), by tenant.",
+       {"tenant"}},
       {"byd_tool_calls_total",
        Type::kCounter,
        "Tool calls answered, by tool and outcome (ok, error, denied, cancelled).",

@@ -821,31 +821,39 @@ Result<std::unique_ptr<PythonKernel>> DockerBackend::startKernel(KernelFor what)
   return started;
 }
 
+std::shared_ptr<PythonSessions> DockerBackend::pythonSessions() {
+  std::lock_guard lock(mu_);
+  if (!python_) {
+    PythonSessions::Starter sessions_template;
+    PythonOptions python = options_.python_options;
+    if (python.fork_sessions) {
+      if (auto dir = ForkRendezvous::dir(); dir.ok()) {
+        sessions_template = [this] { return startKernel(KernelFor::kSessions); };
+      } else {
+        spdlog::warn(
+            "python: new sessions cannot be forks ({}): each starts in a container of "
+            "its own",
+            dir.status().message());
+        python.fork_sessions = false;
+      }
+    }
+    python_ = std::make_shared<PythonSessions>([this] { return startKernel(); }, python,
+                                               sessions_template);
+  }
+  return python_;
+}
+
+void DockerBackend::prepare() {
+  if (!ensureImage(nullptr, CancelToken()).ok()) return;
+  auto runner = takeRunner();
+  if (runner.ok() && *runner) giveBackRunner(std::move(*runner));
+  if (runner.ok()) pythonSessions()->warm(/*ahead=*/false);
+}
+
 Result<PythonResult> DockerBackend::runPython(const PythonRequest& request,
                                               const CancelToken& cancel) {
   BYD_RETURN_IF_ERROR(ensureImage(request.on_progress, cancel));
-  std::shared_ptr<PythonSessions> sessions;
-  {
-    std::lock_guard lock(mu_);
-    if (!python_) {
-      PythonSessions::Starter sessions_template;
-      PythonOptions python = options_.python_options;
-      if (python.fork_sessions) {
-        if (auto dir = ForkRendezvous::dir(); dir.ok()) {
-          sessions_template = [this] { return startKernel(KernelFor::kSessions); };
-        } else {
-          spdlog::warn(
-              "python: new sessions cannot be forks ({}): each starts in a container of "
-              "its own",
-              dir.status().message());
-          python.fork_sessions = false;
-        }
-      }
-      python_ = std::make_shared<PythonSessions>([this] { return startKernel(); }, python,
-                                                 sessions_template);
-    }
-    sessions = python_;
-  }
+  std::shared_ptr<PythonSessions> sessions = pythonSessions();
   if (proxy_) proxy_->take(request.network);
   std::shared_ptr<const FileMasks> masks;
   if (!options_.test_without_masks) masks = index_->masks(request.view);

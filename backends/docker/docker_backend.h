@@ -128,6 +128,8 @@ class DockerBackend : public Backend, public Executor {
   Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,
                                                    const CancelToken& cancel) override;
   bool installsPackages() const override { return installer_ != nullptr; }
+  // The image, the container and a command runner ready, and a spare kernel starting.
+  void prepare() override;
   // Installs packages on demand into DockerOptions::packages_dir (see dockerPackageInstaller).
   void setInstaller(std::unique_ptr<PackageInstaller> installer) {
     installer_ = std::move(installer);
@@ -189,6 +191,8 @@ class DockerBackend : public Backend, public Executor {
   Result<ExecOutcome> exec(const docker::CommandSpec& spec, const std::string& container);
   // An idle runner of the current container, or a new one; null when the image cannot have one.
   Result<std::unique_ptr<docker::ContainerRunner>> takeRunner();
+  // Its Python sessions, made on first use.
+  std::shared_ptr<PythonSessions> pythonSessions();
   void giveBackRunner(std::unique_ptr<docker::ContainerRunner> runner);
   // A new runner in `container` (copied in at creation beside the kernel).
   Result<std::unique_ptr<docker::ContainerRunner>> startRunner(const std::string& container);

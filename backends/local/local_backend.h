@@ -70,6 +70,10 @@ class LocalBackend : public Backend, public Executor {
   Result<std::vector<std::string>> installPackages(const std::vector<std::string>& names,
                                                    const CancelToken& cancel) override;
   bool installsPackages() const override { return installer_ != nullptr; }
+  // The sandbox checked (its helper started) and a spare kernel starting.
+  void prepare() override {
+    if (sandbox_ && sandbox_->verify().ok() && python_) python_->warm(/*ahead=*/false);
+  }
   // Gives the backend its sandbox; without one (or with `why_not` set) execute() refuses and
   // says why.
   void setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_not = "",

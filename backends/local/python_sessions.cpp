@@ -13,9 +13,9 @@ PythonSessions::PythonSessions(Starter start, PythonOptions options, Starter sta
       start_template_(std::move(start_template)),
       options_(std::move(options)) {}
 
-void PythonSessions::warm() {
+void PythonSessions::warm(bool ahead) {
   std::lock_guard lock(mu_);
-  ahead_ = true;
+  if (ahead) ahead_ = true;
   if (!spare_.valid()) startSpare();
 }
 

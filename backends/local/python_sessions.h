@@ -68,8 +68,10 @@ class PythonSessions {
                           std::shared_ptr<const FileMasks> masks = nullptr);
   // Starts the spare kernel now, unless one is already there or starting. Without this, the
   // first session starts the first spare (HTTP: many sessions, most idle, none should cost a
-  // kernel); stdio calls it once the server has answered its first message.
-  void warm();
+  // kernel); stdio calls it once the server has answered its first message. `ahead`: a spare
+  // is kept ahead from then on; false: this one only, later ones as without warm() (a session
+  // made ahead, which may never need a second kernel).
+  void warm(bool ahead = true);
 
  private:
   struct Session {

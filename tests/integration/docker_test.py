@@ -461,6 +461,21 @@ def mcp_request(port, method, path, body=None, sid=None):
     return resp.status, (json.loads(data) if data.strip() else None), sid
 
 
+def start_http(*args, env=None):
+    """backyard-mcp over HTTP on the Docker backend, on a free loopback port: (process, port)."""
+    proc = subprocess.Popen(
+        [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
+         "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive", "--log-level", "warn",
+         *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    while True:  # the address comes after any warnings
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError("the server ended before it listened")
+        match = re.search(rb"127\.0\.0\.1:(\d+)/mcp", line)
+        if match:
+            return proc, int(match.group(1))
+
+
 class HttpSessions(unittest.TestCase):
     def test_two_sessions_two_containers_and_nothing_left(self):
         baseline = {c["Id"] for c in our_containers()}
@@ -468,17 +483,8 @@ class HttpSessions(unittest.TestCase):
         admin.write("operator-token-for-docker-0123\n")
         admin.flush()
         self.addCleanup(admin.close)
-        proc = subprocess.Popen(
-            [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
-             "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
-             "--ask-fallback", "allow", "--log-level", "warn", "--ui", "--admin-token-file",
-             admin.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        port = None
-        while port is None:  # the address comes after any warnings
-            line = proc.stderr.readline()
-            self.assertTrue(line, "the server ended before it listened")
-            match = re.search(rb"127\.0\.0\.1:(\d+)/mcp", line)
-            port = int(match.group(1)) if match else None
+        proc, port = start_http("--ask-fallback", "allow", "--ui", "--admin-token-file",
+                                 admin.name)
 
         def post(body, sid=None):
             return mcp_request(port, "POST", "/mcp", body, sid)[1:]
@@ -537,6 +543,24 @@ class HttpSessions(unittest.TestCase):
             self.assertEqual(proc.wait(60), 0)
 
 
+def metric(port, family):
+    """The samples of one family of /metrics (a loopback client needs no token), by labels."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    conn.close()
+    assert resp.status == 200, text
+    return {labels: float(n) for labels, n in
+            re.findall("^" + family + r"(\{[^}]*\}|) (\S+)$", text, re.M)}
+
+
+def container_starts(port):
+    """byd_container_starts_total, by how."""
+    return {re.search(r'"(\w+)"', k).group(1): v
+            for k, v in metric(port, "byd_container_starts_total").items()}
+
+
 class PersistedContainers(unittest.TestCase):
     """--persist-containers: a named session's container is stopped when the session is reaped,
     started again when it comes back (what the code put in HOME is there), and removed with the
@@ -548,18 +572,8 @@ class PersistedContainers(unittest.TestCase):
         self.start_server()
 
     def start_server(self, env=None):
-        self.proc = subprocess.Popen(
-            [BINARY, "--transport", "http", "--listen", "127.0.0.1:0", "--backend", "docker",
-             "--image", IMAGE, "--runtime", RUNTIME, "--ruleset", "permissive",
-             "--workspace-root", self.spaces, "--persist-containers", "--session-idle", "1",
-             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env=env)
-        self.port = None
-        while self.port is None:  # the address comes after any warnings
-            line = self.proc.stderr.readline()
-            self.assertTrue(line, "the server ended before it listened")
-            match = re.search(rb"127\.0\.0\.1:(\d+)/mcp", line)
-            self.port = int(match.group(1)) if match else None
+        self.proc, self.port = start_http("--workspace-root", self.spaces, "--persist-containers",
+                                          "--session-idle", "1", env=env)
 
     def tearDown(self):
         self.proc.terminate()
@@ -598,15 +612,7 @@ class PersistedContainers(unittest.TestCase):
         return found.get("Id"), found.get("State", {}).get("Status")
 
     def container_starts(self):
-        """/metrics' byd_container_starts_total, by how (a loopback client needs no token)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        conn.request("GET", "/metrics")
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        conn.close()
-        self.assertEqual(resp.status, 200, text)
-        return {how: float(n) for how, n in
-                re.findall(r'^byd_container_starts_total\{how="(\w+)"\} (\S+)$', text, re.M)}
+        return container_starts(self.port)
 
     def test_a_named_sessions_container_is_stopped_and_comes_back(self):
         sid = self.session()
@@ -669,6 +675,75 @@ class PersistedContainers(unittest.TestCase):
         self.assertEqual(status, "running")
         mounts = engine("GET", "/containers/" + remade + "/json")["Mounts"]
         self.assertIn(runtime_dir, json.dumps(mounts))
+
+
+class SessionPool(unittest.TestCase):
+    """--session-pool: a container made ahead (with its command runner and a spare kernel) is
+    taken by the next session, the pool is made whole again, and what no session took is
+    removed at the end with its directory."""
+
+    def test_a_session_takes_the_container_made_ahead(self):
+        spaces = tempfile.mkdtemp(prefix="byd-pool-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", spaces])
+        baseline = {c["Id"] for c in our_containers()}
+        proc, port = start_http("--workspace-root", spaces, "--session-pool", "1")
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+
+        def ready(want):
+            deadline = time.monotonic() + 180
+            while metric(port, "byd_session_pool_ready") != want and time.monotonic() < deadline:
+                time.sleep(0.2)
+            return metric(port, "byd_session_pool_ready")
+
+        def call(sid, name, args):
+            _, answer, _ = mcp_request(port, "POST", "/mcp", {
+                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": name, "arguments": args}}, sid)
+            self.assertFalse(answer["result"].get("isError"), answer)
+            return answer["result"]["structuredContent"]
+
+        try:
+            want = {'{tenant="default"}': 1}
+            self.assertEqual(ready(want), want)
+            # Its commands' container and its spare kernel's, both running.
+            deadline = time.monotonic() + 60
+            while True:
+                ours = [c for c in our_containers() if c["Id"] not in baseline]
+                if {c["State"] for c in ours} == {"running"} or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            self.assertEqual([c["State"] for c in ours], ["running"] * 2)
+            ahead = {m["Source"] for c in ours for m in c["Mounts"]
+                     if m["Destination"] == "/workspace"}
+            self.assertEqual(len(ahead), 1)
+            ahead = ahead.pop()
+            self.assertEqual(container_starts(port), {"created": 2})
+
+            status, _, sid = mcp_request(port, "POST", "/mcp", {
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}})
+            self.assertEqual(status, 200)
+            self.assertEqual(call(sid, "execute", {"command": "echo hi > f.txt; cat f.txt"})
+                             ["stdout"], "hi\n")
+            with open(os.path.join(ahead, "f.txt")) as f:  # in the container made ahead
+                self.assertEqual(f.read(), "hi\n")
+            self.assertEqual(call(sid, "run_python", {"code": "6 * 7"})["result"], "42")
+            # Made whole again: two containers more, for the pool (its spare kernel's starts
+            # once the rest is ready); the session made none.
+            self.assertEqual(ready(want), want)
+            deadline = time.monotonic() + 60
+            while container_starts(port) != {"created": 4} and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1)
+            self.assertEqual(container_starts(port), {"created": 4})
+            self.assertEqual(len({c["Id"] for c in our_containers()} - baseline), 4)
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(60), 0)
+        # The containers are gone; the session's directory stays, the unused one does not.
+        self.assertEqual({c["Id"] for c in our_containers()} - baseline, set())
+        self.assertEqual(os.listdir(spaces), [os.path.basename(ahead)])
 
 
 class NamedContainer(unittest.TestCase):

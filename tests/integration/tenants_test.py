@@ -9,6 +9,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -308,17 +309,22 @@ class TenantsTest(unittest.TestCase):
             server.request("POST", body=INIT, headers=bearer("single-token-0123456789"))[0], 429)
 
 
+def make_dirs(test):
+    """A temporary directory for `test`, with the server's root and workspace root in it."""
+    test.tmp = tempfile.TemporaryDirectory()
+    test.addCleanup(test.tmp.cleanup)
+    test.root = os.path.join(test.tmp.name, "root")
+    test.spaces = os.path.join(test.tmp.name, "spaces")
+    os.mkdir(test.root)
+    os.mkdir(test.spaces)
+
+
 class NamedSessionsTest(unittest.TestCase):
     """A session named by its client (io.backyard/session) comes back to a later connection of
     the same tenant: its files, and its Python state while its kernels live."""
 
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.root = os.path.join(self.tmp.name, "root")
-        self.spaces = os.path.join(self.tmp.name, "spaces")
-        os.mkdir(self.root)
-        os.mkdir(self.spaces)
+        make_dirs(self)
         tokens = os.path.join(self.tmp.name, "tokens.json")
         with open(tokens, "w") as f:
             json.dump({ALICE: {"name": "alice"}, BOB: {"name": "bob"}}, f)
@@ -567,6 +573,11 @@ class RetentionTest(unittest.TestCase):
             for args, expected in (
                     (["--transport", "http", "--workspace-ttl", "5"],
                      "--workspace-ttl needs --transport http and a workspace root"),
+                    (["--session-pool", "2"],
+                     "--session-pool needs --transport http and a backend with sandboxes"),
+                    (["--transport", "http", "--backend", "state", "--session-pool", "2"],
+                     "--session-pool needs --transport http and a backend with sandboxes"),
+                    (["--transport", "http", "--session-pool", "257"], "--session-pool"),
                     (["--transport", "http", "--persist-containers"],
                      "--persist-containers needs --transport http and --backend docker"),
                     (["--persist-containers", "--backend", "docker"],
@@ -578,6 +589,80 @@ class RetentionTest(unittest.TestCase):
                                           capture_output=True, text=True, timeout=30)
                     self.assertEqual(proc.returncode, 2, proc.stderr)
                     self.assertIn(expected, proc.stderr)
+
+
+def metric(server, family):
+    """The samples of one family of /metrics (a loopback client needs no token), by labels."""
+    status, _, body = server.request("GET", "/metrics")
+    assert status == 200, status
+    return {labels: float(value) for labels, value in
+            re.findall("^" + family + r"(\{[^}]*\}|) (\S+)$", body.decode(), re.M)}
+
+
+class SessionPoolTest(unittest.TestCase):
+    """--session-pool: sessions made ahead for each tenant (directory, sandbox, spare kernel),
+    taken by its next unnamed sessions and made again; what no session took goes at the end."""
+
+    def setUp(self):
+        make_dirs(self)
+
+    def wait_ready(self, server, want):
+        deadline = time.monotonic() + 60
+        while True:
+            ready = metric(server, "byd_session_pool_ready")
+            if ready == want or time.monotonic() > deadline:
+                return ready
+            time.sleep(0.1)
+
+    def dirs(self, tenant):
+        return sorted(glob.glob(os.path.join(self.spaces, tenant, "session-*")))
+
+    def test_each_tenant_has_sessions_ready_and_the_next_takes_one(self):
+        tokens = os.path.join(self.tmp.name, "tokens.json")
+        with open(tokens, "w") as f:
+            json.dump({ALICE: {"name": "alice", "ruleset": "readonly"}, BOB: {"name": "bob"}}, f)
+        os.chmod(tokens, 0o600)
+        server = LoggedServer(self.root, "--tokens-file", tokens, "--workspace-root",
+                              self.spaces, "--session-pool", "2")
+        self.addCleanup(server.stop)
+        want = {'{tenant="alice"}': 2, '{tenant="bob"}': 2}
+        self.assertEqual(self.wait_ready(server, want), want)
+        ahead = {t: self.dirs(t) for t in ("alice", "bob")}
+        self.assertEqual([len(d) for d in ahead.values()], [2, 2], ahead)
+        # bob's two sandboxes run (and the one the start checked the sandbox with, which
+        # ended); alice's rules run nothing, so hers have none.
+        self.assertEqual(metric(server, "byd_sandbox_starts_total"), {"": 3})
+
+        sid = server.initialize(bearer(BOB))
+        status, _, body = server.call(sid, 2, "execute", {"command": "pwd; echo $$"},
+                                      headers=bearer(BOB))
+        self.assertEqual(status, 200, body)
+        out = json.loads(body)["result"]["structuredContent"]["stdout"].split()
+        self.assertIn(out[0], ahead["bob"])  # a directory made ahead
+        status, _, body = server.call(sid, 3, "run_python", {"code": "x = 41\nx + 1"},
+                                      headers=bearer(BOB))
+        self.assertEqual(json.loads(body)["result"]["structuredContent"]["result"], "42", body)
+        # The pool is made whole again: one more sandbox, for the new one. The session's calls
+        # started none: its sandbox was running.
+        self.assertEqual(self.wait_ready(server, want), want)
+        self.assertEqual(metric(server, "byd_sandbox_starts_total"), {"": 4})
+        self.assertEqual(len(self.dirs("bob")), 3)
+
+        # alice's session is hers, under her rules, in a directory made ahead for her.
+        alice = server.initialize(bearer(ALICE))
+        status, _, body = server.call(alice, 2, "write_file", {"path": "a.txt", "content": "x"},
+                                      headers=bearer(ALICE))
+        self.assertIn("denied", body.decode())
+        status, _, body = server.call(alice, 3, "ls", {}, headers=bearer(ALICE))
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.wait_ready(server, want), want)
+        self.assertEqual(len(self.dirs("alice")), 3)
+
+        # At the end, the directories made ahead that no session took go; the used ones stay.
+        self.assertEqual(server.stop(), 0)
+        self.assertEqual(self.dirs("bob"), [out[0]])
+        self.assertEqual(len(self.dirs("alice")), 1)
+        self.assertIn(self.dirs("alice")[0], ahead["alice"])  # hers was made ahead
 
 
 if __name__ == "__main__":
