@@ -5,6 +5,10 @@ first), so that a slow spell of a shared machine falls on both. Prints p25, p50,
 of the round trip for each, and the ratio of the p50s (B over A).
 
     /usr/bin/python3 bench/execute_ab.py A_BINARY B_BINARY [--calls 300] [--command 'echo hi']
+                                         [-- SERVER_ARGS...]
+
+(SERVER_ARGS for both, e.g. `-- --backend docker --image backyard-mcp/python:bookworm
+--runtime runc`.)
 
 For instance, the build before a change (a `git worktree` of it, built) against this one."""
 
@@ -25,12 +29,16 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--command", default="echo hi")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    args.server_args = argv[cut + 1:]  # after --: for both servers
     with tempfile.TemporaryDirectory(prefix="byd-ab-") as root:
-        servers = [("A", Client(args.a, "--root", root, "--log-level", "off", "--ruleset",
-                                "permissive")),
-                   ("B", Client(args.b, "--root", root, "--log-level", "off", "--ruleset",
-                                "permissive"))]
+        if "docker" in args.server_args:  # the containers' user works in it
+            os.chmod(root, 0o777)
+        servers = [(name, Client(path, "--root", root, "--log-level", "off", "--ruleset",
+                                 "permissive", *args.server_args))
+                   for name, path in (("A", args.a), ("B", args.b))]
         times = {name: [] for name, _ in servers}
         for _, client in servers:
             for _ in range(20):  # warm-up

@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
+#include "backends/local/fork_rendezvous.h"
 #include "common/text.h"
 
 namespace byd::docker {
@@ -48,8 +51,16 @@ SupervisorOptions supervision(const CommandSpec& spec, std::function<void()> kil
 
 Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(const Client& client,
                                                                 const std::string& container,
-                                                                const std::vector<std::string>& cmd,
-                                                                const std::string& user) {
+                                                                std::vector<std::string> cmd,
+                                                                const std::string& user,
+                                                                const std::string& rendezvous) {
+  std::optional<ForkRendezvous::Waiting> waiting;
+  if (!rendezvous.empty()) {
+    if (auto w = ForkRendezvous::open(); w.ok()) {
+      waiting.emplace(std::move(*w));
+      cmd.insert(cmd.end(), {"--connect", rendezvous + "/" + waiting->name()});
+    }
+  }
   BYD_ASSIGN_OR_RETURN(json made, client.request("POST", "/containers/" + container + "/exec",
                                                  {{"Cmd", cmd},
                                                   {"Env", {"HOME=/tmp", "LANG=C.UTF-8"}},
@@ -63,12 +74,18 @@ Result<std::unique_ptr<ContainerRunner>> ContainerRunner::start(const Client& cl
   std::unique_ptr<ContainerRunner> runner(new ContainerRunner(std::move(conn), container));
   // A runner whose exec ends before its greeting cannot run here. One that lives but has not
   // greeted yet is waited for: on an engine starting many containers at once, an exec can take
-  // tens of seconds.
+  // tens of seconds. Its greeting comes over its own connection, or, when it could not make
+  // one, over its exec.
   const auto deadline = Clock::now() + kGreetingWait;
   char kind = 0;
   std::string payload;
   while (!runner->nextFrame(&kind, &payload)) {
-    if (!runner->pump(100)) {
+    if (waiting && !runner->direct()) {
+      if (auto peer = waiting->accept(std::chrono::milliseconds(20)); peer.ok()) {
+        runner->direct_ = std::move(peer->conn);
+      }
+    }
+    if (!runner->pump(waiting && !runner->direct() ? 20 : 100)) {
       return failedPrecondition("the command runner did not start in the container");
     }
     if (Clock::now() >= deadline) {
@@ -94,7 +111,7 @@ Status ContainerRunner::send(const json& message) {
   frame += body;
   std::string_view rest = frame;
   while (!rest.empty()) {
-    const ssize_t sent = ::send(conn_->fd(), rest.data(), rest.size(), MSG_NOSIGNAL);
+    const ssize_t sent = ::send(fd(), rest.data(), rest.size(), MSG_NOSIGNAL);
     if (sent < 0 && errno == EINTR) continue;
     if (sent <= 0) return failedPrecondition("the command runner is gone");
     rest.remove_prefix(sent);
@@ -103,17 +120,33 @@ Status ContainerRunner::send(const json& message) {
 }
 
 bool ContainerRunner::pump(int wait_ms) {
-  pollfd p = {conn_->fd(), POLLIN, 0};
-  if (poll(&p, 1, wait_ms) <= 0) return true;
+  pollfd p[2] = {{fd(), POLLIN, 0}, {conn_->fd(), POLLIN, 0}};
+  const nfds_t n_fds = direct_.valid() ? 2 : 1;
+  if (poll(p, n_fds, wait_ms) <= 0) return true;
   char buf[1 << 16];
-  const ssize_t n = ::read(conn_->fd(), buf, sizeof buf);
+  if (n_fds == 2 && p[1].revents != 0) {
+    // Its exec now carries only what it says on stderr (and ends with it): read, so that
+    // the engine's buffer never fills under it.
+    const ssize_t n = ::read(conn_->fd(), buf, sizeof buf);
+    if (n > 0) drain(std::string_view(buf, n));
+  }
+  if (p[0].revents == 0) return true;
+  const ssize_t n = ::read(fd(), buf, sizeof buf);
   if (n < 0 && errno == EINTR) return true;
   if (n <= 0) return false;
-  return demux_.feed(std::string_view(buf, n), [this](int stream, std::string_view data) {
+  if (direct_.valid()) {
+    frames_.append(buf, n);
+    return true;
+  }
+  return drain(std::string_view(buf, n));
+}
+
+bool ContainerRunner::drain(std::string_view data) {
+  return demux_.feed(data, [this](int stream, std::string_view part) {
     if (stream == 2) {
-      spdlog::warn("docker: command runner: {}", data);
-    } else {
-      frames_.append(data);
+      spdlog::warn("docker: command runner: {}", part);
+    } else if (!direct_.valid()) {  // (with its own connection, it sends nothing here)
+      frames_.append(part);
     }
   });
 }
@@ -159,7 +192,7 @@ Result<CommandOutcome> ContainerRunner::run(const CommandSpec& spec, bool* start
     sup.finish();
     return 0;
   };
-  sup.watch(conn_->fd(), POLLIN, [&](short) -> short {
+  sup.watch(fd(), POLLIN, [&](short) -> short {
     if (!pump(0)) {
       gone = true;
       return 0;

@@ -17,6 +17,7 @@
 #include "common/cancel.h"
 #include "common/result.h"
 #include "common/supervisor.h"
+#include "common/unique_fd.h"
 
 namespace byd::docker {
 
@@ -50,13 +51,20 @@ class ContainerRunner {
   // How long a runner that lives is waited for to greet.
   static constexpr std::chrono::seconds kGreetingWait{60};
 
-  // Starts a runner in `container` through one exec of `cmd`, as `user`. Failed precondition
-  // when its exec ends without a greeting: then use one exec per command. Deadline exceeded
-  // when it lives but has not greeted within kGreetingWait.
+  // Starts a runner in `container` through one exec of `cmd`, as `user`. With `rendezvous`,
+  // where the container sees ForkRendezvous::dir(), the runner is asked to connect to a socket
+  // there (`--connect PATH` after `cmd`), and its frames then pass between it and the server
+  // alone, not through the engine and the container's shim; a runner that cannot connect
+  // speaks through its exec, as without. Failed precondition when its exec ends without a
+  // greeting: then use one exec per command. Deadline exceeded when it lives but has not
+  // greeted within kGreetingWait.
   static Result<std::unique_ptr<ContainerRunner>> start(const Client& client,
                                                         const std::string& container,
-                                                        const std::vector<std::string>& cmd,
-                                                        const std::string& user);
+                                                        std::vector<std::string> cmd,
+                                                        const std::string& user,
+                                                        const std::string& rendezvous = "");
+  // Whether its frames pass over its own connection (see start()).
+  bool direct() const { return direct_.valid(); }
   ~ContainerRunner();
 
   const std::string& container() const { return container_; }
@@ -71,13 +79,20 @@ class ContainerRunner {
   Status send(const json& message);
   // Reads what the connection has (waiting up to `wait_ms`) into frames_; false at its end.
   bool pump(int wait_ms);
+  // Takes what the exec sent: its stderr is logged, its stdout taken as frames (unless the
+  // runner has its own connection).
+  bool drain(std::string_view data);
   // The next whole frame from the runner, if one has come: its kind and payload.
   bool nextFrame(char* kind, std::string* payload);
 
-  std::unique_ptr<Hijacked> conn_;
+  // The connection of its frames: its own (direct_) when it made one, else its exec's.
+  int fd() const { return direct_.valid() ? direct_.get() : conn_->fd(); }
+
+  std::unique_ptr<Hijacked> conn_;  // its exec: its stdin and stdout, or only its stderr
+  UniqueFd direct_;
   const std::string container_;
   StreamDemuxer demux_;
-  std::string frames_;  // the runner's stdout: frames not yet taken
+  std::string frames_;  // what the runner sent: frames not yet taken
   bool usable_ = true;
 };
 

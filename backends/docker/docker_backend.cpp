@@ -602,7 +602,9 @@ Result<std::unique_ptr<ContainerRunner>> DockerBackend::startRunner(const std::s
   // byd-enter's runner, as root, which runs each command as the container's user, its
   // workspace masked and the sandbox's seccomp filter installed. (The runner itself must be
   // free to mount: the code cannot reach it.)
-  return ContainerRunner::start(client_, container, {enterPath(), "--runner", codeUser()}, kRoot);
+  // Its frames over a connection of its own when the container binds the rendezvous directory.
+  return ContainerRunner::start(client_, container, {enterPath(), "--runner", codeUser()}, kRoot,
+                                ForkRendezvous::dir().ok() ? kForkDir : "");
 }
 
 Result<std::unique_ptr<ContainerRunner>> DockerBackend::takeRunner() {

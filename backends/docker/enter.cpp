@@ -28,7 +28,9 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,7 +61,7 @@ constexpr int kNoProgram = 127;
           "                 UID:GID DIR PROGRAM [ARG...]\n"
           "       byd-enter --update-masks UID --masks-root DIR [--mask KPATH]...\n"
           "       byd-enter --relay SOCKET PORT\n"
-          "       byd-enter --runner UID:GID\n");
+          "       byd-enter --runner UID:GID [--connect SOCKET]\n");
   exit(kCannot);
 }
 
@@ -269,6 +271,24 @@ void parseIds(const char* text, unsigned long* uid, unsigned long* gid) {
   fail("cannot execute", program[0], errno, kNoProgram);
 }
 
+// The runner's stdin and stdout become one connection to the unix socket at `path` (the
+// server's, in its rendezvous directory): its frames then pass between it and the server
+// alone. When that cannot be, they stay its exec's, and it says why on stderr.
+void connectStdio(const char* path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (strlen(path) < sizeof addr.sun_path) memcpy(addr.sun_path, path, strlen(path) + 1);
+  if (sock >= 0 && addr.sun_path[0] != '\0' &&
+      connect(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+      dup2(sock, 0) == 0 && dup2(sock, 1) == 1) {
+    close(sock);
+    return;
+  }
+  fprintf(stderr, "cannot connect to %s (%s); frames go through the exec\n", path, strerror(errno));
+  if (sock >= 0) close(sock);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -279,9 +299,10 @@ int main(int argc, char** argv) {
     return byd::enter::relay(argv[2], atoi(argv[3]));
   }
   if (mode == "--runner") {
-    if (argc != 3) usage();
+    if (argc != 3 && !(argc == 5 && std::string_view(argv[3]) == "--connect")) usage();
     unsigned long uid = 0, gid = 0;
     parseIds(argv[2], &uid, &gid);
+    if (argc == 5) connectStdio(argv[4]);
     return byd::enter::runner(uid, gid, enterAndExec);
   }
   enterAndExec(argc, argv);

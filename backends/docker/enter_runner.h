@@ -2,7 +2,9 @@
 // byd-enter's command runner (`byd-enter --runner UID:GID`): one long-lived process in a
 // container that starts the commands of `execute`, so that a command costs a fork instead of
 // an engine exec (create, start, inspect: tens of milliseconds). Started as the container's
-// root through one exec whose stdin and stdout are the server's (ContainerRunner).
+// root through one exec; with `--connect SOCKET` (the server's, in its rendezvous directory)
+// its stdin and stdout become one connection to the server, so that its frames pass neither
+// the engine nor the container's shim; else they are the exec's (ContainerRunner).
 //
 // Each command is a child of the runner that enters as byd-enter does (its masks, its user
 // with no supplementary groups and no capabilities, its directory entered as that user, its
@@ -28,7 +30,8 @@
 //   sees, so an exit frame the command wrote into the runner's output itself is told from the
 //   runner's).
 // A command's output is held up to 10 ms (or 256 KiB) and goes out with what follows it: each
-// write crosses the engine's exec stream, and a short command's output and exit cross it once.
+// write wakes the server (and, without --connect, the engine's exec stream), and a short
+// command's output and exit go out together.
 // Each command leads a process group of its own, and the runner is a child subreaper, so what
 // a command starts stays below the runner even when it leaves the group (setsid) or its parent
 // dies. When the command ends, or is killed, its group and then everything else below the

@@ -161,6 +161,35 @@ class DockerBackend(unittest.TestCase):
                            "echo more >> notes/a.txt && echo ok")
         self.assertEqual(r["stdout"], f"{SANDBOX_UID}\nok\n")
 
+    def test_the_command_runner_speaks_over_its_own_connection(self):
+        if RUNTIME == "runsc":
+            self.skipTest("gVisor's processes are not seen from the host")
+        root = tempfile.mkdtemp(prefix="byd-runner-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", root])
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+        server = Stdio("--root", root)  # its own: its container runs this test's runner alone
+        try:
+            self.assertEqual(server.sh("echo hi")["stdout"], "hi\n")
+            runners = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().split(b"\0")
+                except OSError:
+                    continue
+                if argv[:2] == [b"/opt/backyard/byd-enter", b"--runner"]:
+                    with open(f"/proc/{pid}/mountinfo", "rb") as f:
+                        if root.encode() in f.read():
+                            runners.append(pid)
+            self.assertEqual(len(runners), 1, "one command runner in its container")
+            # Its frames pass between it and the server over a unix socket, not the engine's
+            # exec stream (pipes).
+            fds = f"/proc/{runners[0]}/fd"
+            links = [os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds)]
+            self.assertEqual(len({x for x in links if x.startswith("socket:")}), 1, links)
+        finally:
+            self.assertEqual(server.close(), 0)
+
     def test_a_link_made_in_the_container_reads_as_it_does_there(self):
         r = self.server.sh("mkdir -p links && echo linked > links/t.txt && "
                            "ln -sf /workspace/links/t.txt links/abs && "
@@ -921,14 +950,20 @@ class EngineRestart(unittest.TestCase):
                 self.assertEqual(server.sh("echo one")["stdout"], "one\n")
                 self.assertIn("2", server.tool("run_python", {"code": "1 + 1"})["content"][0]["text"])
                 proxy.down()
-                r = server.tool("execute", {"command": "echo two"})
-                self.assertTrue(r["isError"], r)
-                self.assertIn("not reachable", r["content"][0]["text"])
+                # The container runs on: its command runner, which speaks with the server
+                # directly, still runs commands, and the file tools work.
+                self.assertEqual(server.sh("echo two")["stdout"], "two\n")
                 w = server.tool("write_file", {"path": "during.txt", "content": "files work\n"})
                 self.assertFalse(w["isError"], w)
+                # What needs the engine (a new Python session's kernel) says it cannot reach it.
+                r = server.tool("run_python", {"code": "2 + 2", "session": "new"})
+                self.assertTrue(r["isError"], r)
+                self.assertIn("not reachable", r["content"][0]["text"])
                 proxy.up()
                 self.assertEqual(server.sh("cat during.txt")["stdout"], "files work\n")
                 self.assertIn("2", server.tool("run_python", {"code": "1 + 1"})["content"][0]["text"])
+                r = server.tool("run_python", {"code": "2 + 2", "session": "new"})
+                self.assertIn("4", r["content"][0]["text"], r)
             finally:
                 code = server.close()
                 if os.environ.get("BYD_DEBUG"):

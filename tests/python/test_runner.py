@@ -9,6 +9,7 @@ import json
 import os
 import select
 import signal
+import socket
 import struct
 import subprocess
 import tempfile
@@ -49,10 +50,7 @@ class RunnerTest(unittest.TestCase):
             raise AssertionError(f"no byd-enter at {ENTER}: build it, or set BYD_ENTER")
 
     def setUp(self):
-        self.proc = subprocess.Popen([ENTER, "--runner", f"{USER_UID}:{USER_UID}"],
-                                     stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                                     start_new_session=True)
+        self.start()
         self.pending = b""
         kind, payload = self.frame()
         self.assertEqual(kind, b"R")
@@ -67,6 +65,20 @@ class RunnerTest(unittest.TestCase):
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             f.close()
 
+    def start(self):
+        """The runner, and where its frames are read (`self.reader`) and written."""
+        self.proc = subprocess.Popen([ENTER, "--runner", f"{USER_UID}:{USER_UID}"],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                                     start_new_session=True)
+        self.reader = self.proc.stdout
+
+    def write(self, data):
+        self.proc.stdin.write(data)
+
+    def end_input(self):
+        self.proc.stdin.close()
+
     def workdir(self):
         """A directory for a test's files, which the commands may write in."""
         made = tempfile.TemporaryDirectory()
@@ -75,15 +87,15 @@ class RunnerTest(unittest.TestCase):
 
     def send(self, msg):
         body = json.dumps(msg).encode()
-        self.proc.stdin.write(struct.pack(">I", len(body)) + body)
+        self.write(struct.pack(">I", len(body)) + body)
 
     def _read(self, n):
         deadline = time.monotonic() + TIMEOUT
         while len(self.pending) < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+            if left <= 0 or not select.select([self.reader], [], [], left)[0]:
                 self.fail(f"no frame from the runner within {TIMEOUT} s")
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            chunk = os.read(self.reader.fileno(), 1 << 16)
             if not chunk:
                 self.fail("runner closed stdout; stderr: " + self.proc.stderr.read().decode())
             self.pending += chunk
@@ -179,7 +191,7 @@ class RunnerTest(unittest.TestCase):
         run = json.dumps({"type": "run", "argv": ["sleep", "60"], "env": ENV, "cwd": "/"}).encode()
         kill = json.dumps({"type": "kill"}).encode()
         start = time.monotonic()
-        self.proc.stdin.write(struct.pack(">I", len(run)) + run + struct.pack(">I", len(kill)) + kill)
+        self.write(struct.pack(">I", len(run)) + run + struct.pack(">I", len(kill)) + kill)
         while (frame := self.frame())[0] != b"X":
             pass
         self.assertTrue(json.loads(frame[1])["killed"])
@@ -231,7 +243,7 @@ class RunnerTest(unittest.TestCase):
             return f.read().split()
 
     def test_the_runner_ends_with_its_input(self):
-        self.proc.stdin.close()
+        self.end_input()
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
 
     def test_output_goes_out_while_the_command_runs(self):
@@ -305,6 +317,61 @@ class RunnerTest(unittest.TestCase):
             if stray.poll() is None:
                 stray.kill()
                 stray.wait()
+
+
+class ConnectedRunnerTest(RunnerTest):
+    """The same, with the runner's frames over its own connection to a unix socket
+    (--connect, as the server has it connect to the socket it listens on), not its stdio."""
+
+    def start(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        path = os.path.join(self.dir.name, "runner.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        self.proc = subprocess.Popen(
+            [ENTER, "--runner", f"{USER_UID}:{USER_UID}", "--connect", path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+            start_new_session=True)
+        listener.settimeout(TIMEOUT)
+        self.conn, _ = listener.accept()
+        listener.close()
+        self.addCleanup(self.conn.close)
+        self.reader = self.conn
+
+    def write(self, data):
+        self.conn.sendall(data)
+
+    def end_input(self):
+        self.conn.shutdown(socket.SHUT_WR)
+
+    def test_nothing_goes_through_stdio(self):
+        self.assertEqual(self.run_command("echo hi; echo oops >&2")[:2], (b"hi\n", b"oops\n"))
+        self.conn.close()
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)  # its connection ended: so does it
+        self.assertEqual(self.proc.stdout.read(), b"")
+        self.assertEqual(self.proc.stderr.read(), b"")
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the runner starts as root and drops to its user")
+class UnconnectedRunnerTest(unittest.TestCase):
+    def test_a_runner_that_cannot_connect_speaks_through_stdio_and_says_why(self):
+        missing = os.path.join(tempfile.gettempdir(), f"byd-no-such-{os.getpid()}.sock")
+        proc = subprocess.run(
+            [ENTER, "--runner", f"{USER_UID}:{USER_UID}", "--connect", missing],
+            input=b"", capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0)
+        self.assertEqual(proc.stdout[:1], b"R")  # its greeting, on stdout
+        self.assertEqual(proc.stderr.decode(),
+                         f"cannot connect to {missing} (No such file or directory); "
+                         "frames go through the exec\n")
+
+    def test_connect_needs_its_socket(self):
+        proc = subprocess.run([ENTER, "--runner", f"{USER_UID}:{USER_UID}", "--connect"],
+                              input=b"", capture_output=True, timeout=TIMEOUT)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(b"usage: byd-enter", proc.stderr)
 
 
 if __name__ == "__main__":
