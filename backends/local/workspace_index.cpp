@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -79,8 +80,14 @@ struct WorkspaceIndex::Node {
 };
 
 WorkspaceIndex::WorkspaceIndex(std::vector<Root> roots, bool follow)
-    : roots_(std::move(roots)), inotify_(follow ? inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1) {
-  if (follow && !inotify_.valid()) {
+    : roots_(std::move(roots)), follow_(follow) {}
+
+void WorkspaceIndex::startInotify() {
+  // On the first directory watched, not before: a workspace nothing has looked into yet (a
+  // session made ahead) holds no instance of the few the system allows each user.
+  if (std::exchange(inotify_tried_, true) || !follow_) return;
+  inotify_.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!inotify_.valid()) {
     spdlog::warn("sandbox: no inotify instance ({}); the workspace is polled for changes",
                  strerror(errno));
   }
@@ -91,12 +98,13 @@ WorkspaceIndex::~WorkspaceIndex() = default;
 WorkspaceIndex::Stats WorkspaceIndex::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
-  s.polling = !polled_.empty() || !inotify_.valid();
+  s.polling = !polled_.empty() || (inotify_tried_ && !inotify_.valid());
   return s;
 }
 
 void WorkspaceIndex::watch(Node& node) {
   if (node.wd >= 0 || node.polled) return;
+  startInotify();
   if (inotify_.valid()) {
     node.wd = inotify_add_watch(inotify_.get(), node.dir.c_str(), kWatched);
     if (node.wd >= 0) {

@@ -69,7 +69,12 @@ class WorkspaceIndex {
   void build(const Node& node, bool write_ok, const FileView& view, FileMasks& out) const;
 
   const std::vector<Root> roots_;
+  // Starts following changes through inotify, once (see watch()).
+  void startInotify();
+
   mutable std::mutex mu_;
+  const bool follow_;
+  bool inotify_tried_ = false;
   UniqueFd inotify_;
   std::vector<std::unique_ptr<Node>> tops_;
   std::unordered_map<int, Node*> by_wd_;

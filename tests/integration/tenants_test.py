@@ -614,6 +614,10 @@ class SessionPoolTest(unittest.TestCase):
                 return ready
             time.sleep(0.1)
 
+    def inotify_instances(self, server):
+        fds = f"/proc/{server.proc.pid}/fd"
+        return sum(os.readlink(f"{fds}/{fd}") == "anon_inode:inotify" for fd in os.listdir(fds))
+
     def dirs(self, tenant):
         return sorted(glob.glob(os.path.join(self.spaces, tenant, "session-*")))
 
@@ -632,6 +636,9 @@ class SessionPoolTest(unittest.TestCase):
         # bob's two sandboxes run (and the one the start checked the sandbox with, which
         # ended); alice's rules run nothing, so hers have none.
         self.assertEqual(metric(server, "byd_sandbox_starts_total"), {"": 3})
+        # Nothing has looked into their workspaces yet: they hold none of the few inotify
+        # instances a user may have.
+        self.assertEqual(self.inotify_instances(server), 0)
 
         sid = server.initialize(bearer(BOB))
         status, _, body = server.call(sid, 2, "execute", {"command": "pwd; echo $$"},
@@ -639,6 +646,7 @@ class SessionPoolTest(unittest.TestCase):
         self.assertEqual(status, 200, body)
         out = json.loads(body)["result"]["structuredContent"]["stdout"].split()
         self.assertIn(out[0], ahead["bob"])  # a directory made ahead
+        self.assertGreater(self.inotify_instances(server), 0)  # now its workspace is followed
         status, _, body = server.call(sid, 3, "run_python", {"code": "x = 41\nx + 1"},
                                       headers=bearer(BOB))
         self.assertEqual(json.loads(body)["result"]["structuredContent"]["result"], "42", body)
