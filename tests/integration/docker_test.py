@@ -738,7 +738,7 @@ class SessionPool(unittest.TestCase):
             deadline = time.monotonic() + 60
             while True:
                 ours = [c for c in our_containers() if c["Id"] not in baseline]
-                if {c["State"] for c in ours} == {"running"} or time.monotonic() > deadline:
+                if [c["State"] for c in ours] == ["running"] * 2 or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
             self.assertEqual([c["State"] for c in ours], ["running"] * 2)
