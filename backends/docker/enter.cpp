@@ -164,12 +164,10 @@ std::vector<pid_t> stopUser(unsigned long uid) {
   std::vector<pid_t> all;
   for (bool more = true; more;) {
     more = false;
-    DIR* dir = opendir("/proc");
-    if (dir == nullptr) fail("cannot read", "/proc", errno);
-    while (dirent* e = readdir(dir)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
-      if (pid == getpid() || byd::enter::uidOf(e->d_name) != static_cast<long>(uid)) continue;
+    std::vector<pid_t> found;
+    if (!byd::enter::processesOf(uid, &found)) fail("cannot read", "/proc", errno);
+    for (const pid_t pid : found) {
+      if (pid == getpid()) continue;
       bool known = false;
       for (pid_t p : all) known = known || p == pid;
       if (known) continue;
@@ -178,7 +176,6 @@ std::vector<pid_t> stopUser(unsigned long uid) {
         more = true;
       }
     }
-    closedir(dir);
   }
   for (int tries = 0; tries < 200; ++tries) {
     bool all_stopped = true;

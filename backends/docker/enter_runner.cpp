@@ -276,15 +276,7 @@ class Runner {
     const auto deadline = Clock::now() + std::chrono::seconds(2);
     for (;;) {
       std::vector<pid_t> found;
-      if (DIR* dir = opendir("/proc")) {
-        while (dirent* e = readdir(dir)) {
-          if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
-              uidOf(e->d_name) == static_cast<long>(uid_)) {
-            found.push_back(static_cast<pid_t>(atoi(e->d_name)));
-          }
-        }
-        closedir(dir);
-      }
+      processesOf(uid_, &found);
       reap();
       if (found.empty() || Clock::now() >= deadline) return;
       killEach(found);
@@ -546,6 +538,18 @@ void Runner::run(const json& req) {
 }
 
 }  // namespace
+
+bool processesOf(unsigned long uid, std::vector<pid_t>* found) {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return false;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && uidOf(e->d_name) == static_cast<long>(uid)) {
+      found->push_back(static_cast<pid_t>(atoi(e->d_name)));
+    }
+  }
+  closedir(dir);
+  return true;
+}
 
 long uidOf(const char* pid) {
   const std::string path = std::string("/proc/") + pid + "/status";

@@ -40,6 +40,8 @@
 
 #include <sys/types.h>
 
+#include <vector>
+
 namespace byd::enter {
 
 // Enters as byd-enter's argv says ({"byd-enter", options..., "UID:GID", DIR, PROGRAM, ARG...})
@@ -52,5 +54,7 @@ int runner(unsigned long uid, unsigned long gid, EnterFn enter);
 
 // The real uid of process `pid` (a /proc name), or -1 once it is gone.
 long uidOf(const char* pid);
+// The processes whose real uid is `uid`, by /proc; false when /proc cannot be read.
+bool processesOf(unsigned long uid, std::vector<pid_t>* found);
 
 }  // namespace byd::enter
