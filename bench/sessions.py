@@ -303,6 +303,15 @@ def main():
         report["pool"] = args.pool
         if args.pool:
             report["pool_filled_s"] = pool_filled(port, args.pool * args.tenants)
+            # A ready session counts once its sandbox or container is up; its kernel may still
+            # be starting: the rest is what holds still.
+            rest, deadline = None, time.monotonic() + 60
+            while time.monotonic() < deadline:
+                now = counts(proc.pid) + (containers(args.backend),)
+                if now == rest:
+                    break
+                rest = now
+                time.sleep(2)
         rest = counts(proc.pid) + (containers(args.backend),)
 
         # Idle: one warm session alone.
