@@ -546,18 +546,6 @@ void SessionFactory::fillPools(std::stop_token stop) {
   }
 }
 
-SessionFactory::~SessionFactory() {
-  filler_ = {};
-  reaper_ = {};
-  pool_gauge_.reset();  // not under mu_, which reading it takes
-  std::map<std::string, Pool> pools;
-  {
-    std::lock_guard lock(mu_);
-    pools.swap(pools_);
-  }
-  // The ready stacks end here, and their directories, which no session has used, with them.
-}
-
 Result<mcp::SessionBackend> SessionFactory::attach(const Request& request, const std::string& under,
                                                    const RuntimeSpec* runtime) {
   const auto key = std::make_pair(request.tenant, request.name);

@@ -69,7 +69,6 @@ class SessionFactory {
  public:
   // Both must outlive the factory.
   SessionFactory(const Config& config, const permissions::Guard& guard);
-  ~SessionFactory();
 
   // The first stack, warm (the sandbox checked, its helper and a spare Python kernel started
   // in the background); an error is a configuration mistake. HTTP keeps it for the first
@@ -198,9 +197,11 @@ class SessionFactory {
   };
   std::map<std::string, Pool> pools_;
   std::condition_variable_any pool_cv_;
-  std::unique_ptr<metrics::Gauge> pool_gauge_;
-  std::jthread reaper_;  // stopped before what it reaps goes
-  std::jthread filler_;  // last: stopped before the pools go
+  std::unique_ptr<metrics::Gauge> pool_gauge_;  // ends before the pools it reads
+  std::jthread reaper_;                         // stopped before what it reaps goes
+  // Last: stopped first. The ready stacks end with pools_, and with them their directories,
+  // which no session has used.
+  std::jthread filler_;
 };
 
 }  // namespace byd
