@@ -69,6 +69,31 @@ static Result<std::string> readToken(const std::string& path, const std::string&
   return token;
 }
 
+// --backend remote: where the tools run, and what this server leaves to the remote.
+static Status checkRemote(const Config& c) {
+  if (c.remote_url.empty()) {
+    return invalidArgument("--backend remote needs --remote-url, the remote service's endpoint");
+  }
+  if (!c.remote_url.starts_with("http://") && !c.remote_url.starts_with("https://")) {
+    return invalidArgument("--remote-url '" + c.remote_url +
+                           "' is not an http:// or https:// URL (http://HOST:PORT/mcp)");
+  }
+  if (c.transport != "stdio") {
+    return invalidArgument(
+        "--backend remote serves one client over stdio: it needs --transport stdio");
+  }
+  // The remote judges every call by its own rules, where the files and commands are.
+  for (const char* key : {"ruleset", "ask_fallback", "allow", "sandbox", "session_pool"}) {
+    if (c.origins.contains(key)) {
+      const Setting* s = findSetting(key);
+      return invalidArgument(std::string(s != nullptr ? s->flag : key) +
+                             " does not apply to --backend remote: the remote service's rules, "
+                             "workspace and sandbox apply to every call");
+    }
+  }
+  return okStatus();
+}
+
 // Checks the HTTP settings and reads the tokens.
 static Status finishHttp(Config& c) {
   if (c.listenPort() < 0) {
@@ -310,6 +335,10 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));
     for (const std::string& dir : c.allow)
       BYD_RETURN_IF_ERROR(checkDirectory("--allow directory", dir));
+  }
+  if (c.backend == "remote") BYD_RETURN_IF_ERROR(checkRemote(c));
+  if (c.backend != "remote" && !c.remote_url.empty()) {
+    return invalidArgument("--remote-url needs --backend remote");
   }
   if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {
     return invalidArgument("--state-file and --state-sync need --backend state");

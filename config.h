@@ -76,6 +76,7 @@ struct Config {
   // HTTP transport.
   std::string transport = "stdio";  // or "http"
   std::string listen = "127.0.0.1:8765";
+  std::string remote_url;                  // --backend remote: the remote's MCP endpoint
   std::string token_file;                  // the bearer token (else BACKYARD_TOKEN)
   std::string token;                       // read from token_file or the environment
   std::string tokens_file;                 // the tenants, each known by its token

@@ -130,12 +130,13 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
 
   if (config.log_level != "off") {
+    const std::string rules = opened->remote ? std::string("the remote service's rules")
+                                             : "the '" + guard.ruleset().name() + "' ruleset";
     fprintf(stderr,
-            "backyard-mcp %s: serving %s over stdio with tools %s under the '%s' ruleset. An "
-            "MCP client connects by launching this command with pipes on stdin/stdout (see "
-            "examples/ for Claude Desktop and Claude Code).\n",
-            BYD_VERSION, opened->description.c_str(), opened->tools.c_str(),
-            guard.ruleset().name().c_str());
+            "backyard-mcp %s: serving %s over stdio with tools %s under %s. An MCP client "
+            "connects by launching this command with pipes on stdin/stdout (see examples/ for "
+            "Claude Desktop and Claude Code).\n",
+            BYD_VERSION, opened->description.c_str(), opened->tools.c_str(), rules.c_str());
   }
   byd::Status run = transport.run(server);
   server.clientClosed();

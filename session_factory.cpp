@@ -156,6 +156,37 @@ Result<SessionStack> openDocker(const Config& config, bool warm, const permissio
   return out;
 }
 
+// --backend remote's stand-in for a backend: the files are the remote's, and every tool call
+// goes there (ServerOptions::remote) without reaching this.
+class RemoteWorkspace final : public Backend {
+ public:
+  explicit RemoteWorkspace(std::string url) : url_(std::move(url)) {}
+  std::string_view kind() const override { return "remote"; }
+  std::string root() const override { return url_; }
+  Result<std::string> normalize(std::string_view path) const override {
+    return lexicalNormalize(path);
+  }
+  Result<FileInfo> stat(const std::string&) const override { return elsewhere(); }
+  Result<std::vector<FileInfo>> list(const std::string&) const override { return elsewhere(); }
+  Result<std::string> read(const std::string&, uint64_t, uint64_t) const override {
+    return elsewhere();
+  }
+  Result<WriteOutcome> write(const std::string&, std::string_view, WriteMode) override {
+    return elsewhere();
+  }
+  Result<bool> makeDir(const std::string&) override { return elsewhere(); }
+  Result<MoveOutcome> move(const std::string&, const std::string&, bool) override {
+    return elsewhere();
+  }
+  Result<RemoveOutcome> remove(const std::string&, bool) override { return elsewhere(); }
+
+ private:
+  Status elsewhere() const {
+    return unimplemented("the workspace is the remote service's, at " + url_);
+  }
+  const std::string url_;
+};
+
 // `warm`: the stack can be warmed up (SessionStack::warmUp: stdio, and the first HTTP
 // session); otherwise the sandbox is checked and its helper and kernels started when first
 // needed (further HTTP sessions: an idle one then costs no processes).
@@ -170,6 +201,16 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     return out;
   }
   if (c.backend == "docker") return openDocker(c, warm, guard);
+  if (c.backend == "remote") {
+    mcp::RemoteOptions remote;
+    remote.url = c.remote_url;
+    remote.token = c.token;
+    remote.client_version = BYD_VERSION;
+    out.remote = std::make_shared<mcp::RemoteClient>(std::move(remote));
+    out.backend = std::make_unique<RemoteWorkspace>(c.remote_url);
+    out.description = "the workspace of the remote backyard-mcp service at " + c.remote_url;
+    return out;
+  }
   BYD_ASSIGN_OR_RETURN(auto local, LocalBackend::open(c.root, c.allow));
   local->setWriteSync(c.write_sync);
   SandboxOptions options;
@@ -289,6 +330,15 @@ SessionFactory::SessionFactory(const Config& config, const permissions::Guard& g
 Result<SessionStack> SessionFactory::open(const Config& config, bool warm,
                                           const permissions::Guard& guard) const {
   BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm, guard));
+  if (stack.remote) {
+    stack.tools = "those the remote service offers";
+    stack.instructions =
+        "This server gives you a console on " + stack.description +
+        ": your tool calls run there, under that service's permission rules and sandbox. Paths "
+        "are relative to its workspace root. Use ls, glob and grep to explore, and read a file "
+        "before you edit it.";
+    return stack;
+  }
   stack.tools = offeredTools(*stack.backend, guard);
   stack.instructions = instructionsFor(stack, guard);
   return stack;
@@ -674,6 +724,7 @@ mcp::ServerOptions SessionFactory::serverOptions(const SessionStack& stack) cons
   mcp::ServerOptions options;
   options.version = BYD_VERSION;
   options.instructions = stack.instructions;
+  options.remote = stack.remote;
   options.workers = config_.workers;
   options.structured_content = config_.structured_content == "on";
   options.ask_timeout =

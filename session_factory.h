@@ -49,6 +49,8 @@ struct SessionStack {
   std::string runtime;
   const permissions::Guard* guard = nullptr;
   std::optional<int64_t> max_timeout_s;
+  // --backend remote: where its tools run (the backend is then a stand-in that holds no files).
+  std::shared_ptr<mcp::RemoteClient> remote;
   // The tasks of every session on it (a named session's connections share them).
   std::shared_ptr<mcp::TaskStore> tasks = std::make_shared<mcp::TaskStore>();
   // Starts a thread that checks the sandbox, then starts its helper and a spare Python kernel.

@@ -26,9 +26,10 @@ std::vector<Setting> makeTable() {
        "--backend",
        T::kChoice,
        "NAME",
-       "the workspace: a directory on this machine (local), an in-memory tree (state), or a "
-       "container per session (docker)",
-       {"state", "local", "docker"},
+       "the workspace: a directory on this machine (local), an in-memory tree (state), a "
+       "container per session (docker), or another backyard-mcp's, reached over HTTP (remote: "
+       "see --remote-url)",
+       {"state", "local", "docker", "remote"},
        0,
        0,
        nullptr,
@@ -419,12 +420,25 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(listen)},
+      {"remote_url",
+       "--remote-url",
+       T::kString,
+       "URL",
+       "--backend remote: the MCP endpoint (http://HOST:PORT/mcp) of the backyard-mcp service "
+       "whose workspace, commands and rules this server's tools use; --token-file holds the "
+       "token it is sent",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(remote_url)},
       {"token_file",
        "--token-file",
        T::kString,
        "FILE",
        "HTTP: a file holding the bearer token every /mcp request must carry (else the variable "
-       "BACKYARD_TOKEN); required when listening beyond loopback",
+       "BACKYARD_TOKEN); required when listening beyond loopback. With --backend remote over "
+       "stdio: the token sent to the remote service",
        {},
        0,
        0,

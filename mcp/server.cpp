@@ -190,6 +190,14 @@ json Server::errorFor(const json& id, const Status& status, const Caller& caller
     return makeError(id, stateless::kMissingCapability, message,
                      {{"requiredCapabilities", std::move(required)}});
   }
+  if (auto remote = status.detail(kRemoteErrorDetail)) {
+    // The remote's own error, as it sent it.
+    json error = json::parse(*remote, nullptr, false);
+    if (error.is_object() && error.contains("code") && error["code"].is_number_integer()) {
+      return makeError(id, error["code"].get<int>(), error.value("message", message),
+                       error.value("data", json()));
+    }
+  }
   return errorFromStatus(id, status);
 }
 

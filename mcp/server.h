@@ -24,6 +24,7 @@
 #include "mcp/client_requests.h"
 #include "mcp/json_rpc.h"
 #include "mcp/protocol.h"
+#include "mcp/remote_client.h"
 #include "mcp/stateless.h"
 #include "mcp/tasks.h"
 #include "mcp/transport.h"
@@ -63,6 +64,9 @@ struct ServerOptions {
   std::string session_name;
   // Keeps its last calls' audit lines for recentCalls() (the operator's page).
   bool keep_activity = false;
+  // --backend remote: the console tools are the remote's, listed and called there (its rules
+  // judge them); the front relays progress, log messages, questions and cancellation.
+  std::shared_ptr<RemoteClient> remote;
 };
 
 // Who asks, for one request: the revision and client capabilities that apply, from the
@@ -193,6 +197,10 @@ class Server : public MessageHandler {
   // Audited and counted: the call, its permission decisions, its time and outcome.
   Result<json> runToolCall(const CallToolParams& p, const Caller& caller, Peer* task = nullptr);
   Result<json> dispatchToolCall(const CallToolParams& p, const Caller& caller, Peer* task);
+  // A console tool's call sent to the remote (options_.remote).
+  Result<json> forwardToolCall(const CallToolParams& p, const Caller& caller, bool structured);
+  // What the remote's calls send back to this client while they run.
+  RemoteCall remoteCall(const Caller& caller, const json& progress_token, const std::string& tool);
   // The tasks extension: whether `caller` declared it; a tool's execution.taskSupport
   // ("forbidden", "optional", "required"); `work` started as a task, its CreateTaskResult.
   static bool tasksDeclared(const Caller& caller);

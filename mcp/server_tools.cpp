@@ -151,11 +151,14 @@ Result<json> Server::dispatchToolCall(const CallToolParams& p, const Caller& cal
     return withPeer("tools/call", p.name, p.arguments, p.input, p.progress_token, caller,
                     [&](Peer& peer) { return tool->call(p.arguments, peer); });
   }
+  const bool structured = options_.structured_content && atLeast(caller.version, "2025-06-18");
+  if (options_.remote && (!options_.catalog || options_.catalog->console_tools)) {
+    return forwardToolCall(p, caller, structured);
+  }
   const Tool* tool = findTool(p.name);
   if (tool == nullptr || (options_.catalog && !options_.catalog->console_tools)) {
     return invalidArgument("unknown tool: " + p.name);
   }
-  const bool structured = options_.structured_content && atLeast(caller.version, "2025-06-18");
   if (!toolOffered(*tool, backend_, nullptr)) return invalidArgument("unknown tool: " + p.name);
   // With a progressToken, long calls report progress as notifications/progress.
   std::function<void(double, std::string)> progress;
@@ -230,15 +233,27 @@ bool toolOffered(const Tool& tool, Backend& backend, const permissions::Guard* g
   return op && !guard->hidden(*op);
 }
 
-bool Server::toolVisible(const Tool& tool) const { return toolOffered(tool, backend_, guard_); }
+bool Server::toolVisible(const Tool& tool) const {
+  // The remote decides what it offers (tools/list asks it).
+  return options_.remote != nullptr || toolOffered(tool, backend_, guard_);
+}
 
 Result<json> Server::onListTools(const ListParams& p, const Caller& caller) {
   const std::string& version = caller.version;
   std::vector<json> tools;
   // Tools whose operation the rules always deny are not offered at all.
   const bool console = !options_.catalog || options_.catalog->console_tools;
+  if (console && options_.remote) {
+    BYD_ASSIGN_OR_RETURN(const json remote,
+                         options_.remote->tools(remoteCall(caller, nullptr, "")));
+    for (json definition : remote) {
+      if (!options_.structured_content) definition.erase("outputSchema");
+      if (!atLeast(version, "2025-11-25")) definition.erase("execution");
+      tools.push_back(toolForVersion(std::move(definition), version));
+    }
+  }
   for (const Tool& tool : allTools()) {
-    if (!console || !toolVisible(tool)) continue;
+    if (!console || options_.remote || !toolVisible(tool)) continue;
     const ToolSpec& spec = *tool.spec;
     json definition = {{"name", spec.name},
                        {"title", spec.title},

@@ -5,20 +5,28 @@
 namespace byd::docker {
 namespace {
 
-constexpr const char* kUser = "the Docker backend";
+constexpr const char* kUser = "the Docker and remote backends";
 
 bool bindCurl(void* lib, CurlApi& api) {
   CURLcode (*global_init)(long) = nullptr;
   const bool ok = bindSymbol(lib, "curl_global_init", global_init) &&
                   bindSymbol(lib, "curl_easy_init", api.easy_init) &&
                   bindSymbol(lib, "curl_easy_cleanup", api.easy_cleanup) &&
+                  bindSymbol(lib, "curl_easy_reset", api.easy_reset) &&
                   bindSymbol(lib, "curl_easy_setopt", api.easy_setopt) &&
                   bindSymbol(lib, "curl_easy_perform", api.easy_perform) &&
                   bindSymbol(lib, "curl_easy_getinfo", api.easy_getinfo) &&
                   bindSymbol(lib, "curl_easy_send", api.easy_send) &&
                   bindSymbol(lib, "curl_easy_strerror", api.easy_strerror) &&
                   bindSymbol(lib, "curl_slist_append", api.slist_append) &&
-                  bindSymbol(lib, "curl_slist_free_all", api.slist_free_all);
+                  bindSymbol(lib, "curl_slist_free_all", api.slist_free_all) &&
+                  bindSymbol(lib, "curl_multi_init", api.multi_init) &&
+                  bindSymbol(lib, "curl_multi_cleanup", api.multi_cleanup) &&
+                  bindSymbol(lib, "curl_multi_add_handle", api.multi_add_handle) &&
+                  bindSymbol(lib, "curl_multi_remove_handle", api.multi_remove_handle) &&
+                  bindSymbol(lib, "curl_multi_perform", api.multi_perform) &&
+                  bindSymbol(lib, "curl_multi_poll", api.multi_poll) &&
+                  bindSymbol(lib, "curl_multi_info_read", api.multi_info_read);
   if (ok) global_init(CURL_GLOBAL_DEFAULT);
   return ok;
 }

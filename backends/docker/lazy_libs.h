@@ -1,6 +1,6 @@
 #pragma once
-// libcurl and libarchive, which only the Docker backend uses, loaded when it first needs them
-// (dlopen of their sonames) instead of at every start: with their dependencies (GnuTLS,
+// libcurl and libarchive, which only the Docker and remote backends use, loaded when it first needs
+// them (dlopen of their sonames) instead of at every start: with their dependencies (GnuTLS,
 // Kerberos, LDAP, ICU, ...) and those libraries' initialisers they cost about 8 ms of each
 // start of the server. The functions are called through these tables, with the argument types
 // the libraries declare.
@@ -16,6 +16,7 @@ namespace byd::docker {
 struct CurlApi {
   CURL* (*easy_init)();
   void (*easy_cleanup)(CURL*);
+  void (*easy_reset)(CURL*);
   CURLcode (*easy_setopt)(CURL*, CURLoption, ...);
   CURLcode (*easy_perform)(CURL*);
   CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...);
@@ -23,6 +24,14 @@ struct CurlApi {
   const char* (*easy_strerror)(CURLcode);
   curl_slist* (*slist_append)(curl_slist*, const char*);
   void (*slist_free_all)(curl_slist*);
+  // The multi interface: a transfer the caller drives, so that it can stop it at any time.
+  CURLM* (*multi_init)();
+  CURLMcode (*multi_cleanup)(CURLM*);
+  CURLMcode (*multi_add_handle)(CURLM*, CURL*);
+  CURLMcode (*multi_remove_handle)(CURLM*, CURL*);
+  CURLMcode (*multi_perform)(CURLM*, int*);
+  CURLMcode (*multi_poll)(CURLM*, curl_waitfd*, unsigned int, int, int*);
+  CURLMsg* (*multi_info_read)(CURLM*, int*);
 };
 
 struct ArchiveApi {

@@ -1,5 +1,7 @@
 // The contract of execute and run_python, run against every backend that executes: Local with
-// its sandbox, and Docker under runc and under runsc (gVisor) against a real engine. The Docker
+// its sandbox, the same reached as --backend remote reaches a backyard-mcp service (over HTTP,
+// through the remote client), and Docker under runc and under runsc (gVisor) against a real
+// engine. The Docker
 // cases need BYD_DOCKER_TESTS=1 (the test command sets the engine and the image up, then sets
 // it) and skip otherwise; BYD_DOCKER_IMAGE names the image.
 
@@ -9,12 +11,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "backends/docker/docker_backend.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox.h"
 #include "schemas/validator.h"
+#include "tests/remote_service.h"
 #include "tests/test_util.h"
 #include "tools/registry.h"
 
@@ -24,10 +28,11 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-enum class Where { kLocal, kDockerRunc, kDockerRunsc };
+enum class Where { kLocal, kRemote, kDockerRunc, kDockerRunsc };
 
 std::string whereName(const ::testing::TestParamInfo<Where>& info) {
   return info.param == Where::kLocal        ? "Local"
+         : info.param == Where::kRemote     ? "Remote"
          : info.param == Where::kDockerRunc ? "DockerRunc"
                                             : "DockerRunsc";
 }
@@ -39,7 +44,7 @@ double secondsSince(Clock::time_point start) {
 class CommandContractTest : public ::testing::TestWithParam<Where> {
  protected:
   void SetUp() override {
-    if (GetParam() == Where::kLocal) {
+    if (GetParam() == Where::kLocal || GetParam() == Where::kRemote) {
       auto local = LocalBackend::open(tmp_.str(), {});
       ASSERT_TRUE(local.ok()) << local.status().toString();
       auto sandbox = Sandbox::create((*local)->writableDirs(), SandboxOptions{});
@@ -68,12 +73,24 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
     const Tool* tool = findTool(name);
     EXPECT_NE(tool, nullptr) << name;
     ToolContext own{*backend_, limits_, cancel_};
-    json r = callTool(*tool, args, context ? *context : own, true);
+    json r = invoke(*tool, args, context ? *context : own);
     if (r.contains("structuredContent")) {
       Status s = schemas::validate(*tool->output_schema, r["structuredContent"], "output");
       EXPECT_TRUE(s.ok()) << s.message();
     }
     return r;
+  }
+  // The tool called here, or through the remote service.
+  json invoke(const Tool& tool, const json& args, ToolContext& ctx) {
+    if (GetParam() == Where::kRemote) {
+      std::call_once(remote_started_, [this] {
+        // Started on first use: with the limits the test has set by then.
+        remote_ = std::make_unique<RemoteService>(*backend_, limits_);
+        EXPECT_TRUE(remote_->bound().ok()) << remote_->bound().toString();
+      });
+      return remote_->call(std::string(tool.spec->name), args, ctx, true);
+    }
+    return callTool(tool, args, ctx, true);
   }
   json sc(const json& args) { return call("execute", args)["structuredContent"]; }
   json py(const json& args) { return call("run_python", args)["structuredContent"]; }
@@ -83,7 +100,7 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
   // container for Docker.
   int leftovers(const std::string& regex) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (GetParam() == Where::kLocal) {
+    if (GetParam() == Where::kLocal || GetParam() == Where::kRemote) {
       return system(("pgrep -f '" + regex + "' >/dev/null").c_str()) == 0 ? 1 : 0;
     }
     CancelToken own;  // the test's may be cancelled
@@ -97,6 +114,8 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
   std::unique_ptr<Backend> backend_;
   Limits limits_;
   CancelToken cancel_;
+  std::once_flag remote_started_;
+  std::unique_ptr<RemoteService> remote_;  // after the backend it serves: ends first
 };
 
 TEST_P(CommandContractTest, StdoutStderrAndExitCode) {
@@ -204,9 +223,9 @@ TEST_P(CommandContractTest, ConcurrentCommandsGetTheirOwnResults) {
     threads.emplace_back([&, i] {
       ToolContext ctx{*backend_, limits_, cancel_};
       const std::string n = std::to_string(i);
-      results[i] = callTool(
+      results[i] = invoke(
           *findTool("execute"),
-          {{"command", "sleep 0.$((RANDOM % 3)); echo " + n + "; echo e" + n + " >&2"}}, ctx, true);
+          {{"command", "sleep 0.$((RANDOM % 3)); echo " + n + "; echo e" + n + " >&2"}}, ctx);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -319,7 +338,8 @@ TEST_P(CommandContractTest, PythonFilesMeetTheFileTools) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CommandContractTest,
-                         ::testing::Values(Where::kLocal, Where::kDockerRunc, Where::kDockerRunsc),
+                         ::testing::Values(Where::kLocal, Where::kRemote, Where::kDockerRunc,
+                                           Where::kDockerRunsc),
                          whereName);
 
 }  // namespace

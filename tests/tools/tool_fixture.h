@@ -1,6 +1,7 @@
 #pragma once
-// Runs every tool test against every backend (State, Local, and Docker, whose file tools need
-// no engine: they work on the host directory as the container's user): each test seeds files
+// Runs every tool test against every backend (State, Local, Local reached as --backend remote
+// reaches a backyard-mcp service, and Docker, whose file tools need no engine: they work on
+// the host directory as the container's user): each test seeds files
 // through `seed()`, calls tools through `call()` (which also checks structuredContent against the
 // tool's outputSchema) and reads results back through the backend.
 
@@ -18,17 +19,19 @@
 #include "backends/local/sandbox_identity.h"
 #include "backends/state/state_backend.h"
 #include "schemas/validator.h"
+#include "tests/remote_service.h"
 #include "tests/test_util.h"
 #include "tools/registry.h"
 
 namespace byd::testing {
 
-enum class BackendKind { kState, kLocal, kDocker };
+enum class BackendKind { kState, kLocal, kRemote, kDocker };
 
 inline std::string backendName(const ::testing::TestParamInfo<BackendKind>& info) {
-  return info.param == BackendKind::kState   ? "State"
-         : info.param == BackendKind::kLocal ? "Local"
-                                             : "Docker";
+  return info.param == BackendKind::kState    ? "State"
+         : info.param == BackendKind::kLocal  ? "Local"
+         : info.param == BackendKind::kRemote ? "Remote"
+                                              : "Docker";
 }
 
 // The container's user, who owns a Docker workspace.
@@ -41,7 +44,7 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
       auto state = std::make_unique<StateBackend>();
       state_ = state.get();
       backend_ = std::move(state);
-    } else if (GetParam() == BackendKind::kLocal) {
+    } else if (GetParam() == BackendKind::kLocal || GetParam() == BackendKind::kRemote) {
       tmp_ = std::make_unique<TempDir>();
       auto local = LocalBackend::open(tmp_->str(), {});
       ASSERT_TRUE(local.ok()) << local.status().toString();
@@ -94,14 +97,19 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
     const Tool* tool = findTool(tool_name);
     EXPECT_NE(tool, nullptr) << tool_name;
     if (!tool) return {};
+    // Here, or through the remote service.
+    const auto invoke = [&](bool structured) {
+      ToolContext ctx{*backend_, limits_, cancel_};
+      if (GetParam() == BackendKind::kRemote)
+        return remote().call(tool_name, args, ctx, structured);
+      return callTool(*tool, args, ctx, structured);
+    };
     std::optional<nlohmann::json> text_alone;
     if (tool->spec->read_only) {
-      ToolContext ctx{*backend_, limits_, cancel_};
-      text_alone = callTool(*tool, args, ctx, /*structured=*/false);
+      text_alone = invoke(/*structured=*/false);
       EXPECT_FALSE(text_alone->contains("structuredContent")) << tool_name;
     }
-    ToolContext ctx{*backend_, limits_, cancel_};
-    nlohmann::json result = callTool(*tool, args, ctx, /*structured=*/true);
+    nlohmann::json result = invoke(/*structured=*/true);
     if (text_alone) {
       EXPECT_EQ((*text_alone)["content"], result["content"])
           << tool_name << ": the text differs without structuredContent";
@@ -111,6 +119,16 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
       EXPECT_TRUE(s.ok()) << tool_name << ": " << s.message();
     }
     return result;
+  }
+
+  // The service that serves the backend remotely, started on first use: with the limits the
+  // test has set by then.
+  RemoteService& remote() {
+    if (!remote_) {
+      remote_ = std::make_unique<RemoteService>(*backend_, limits_);
+      EXPECT_TRUE(remote_->bound().ok()) << remote_->bound().toString();
+    }
+    return *remote_;
   }
 
   // The text of a result, and whether it was an error.
@@ -126,6 +144,7 @@ class ToolTest : public ::testing::TestWithParam<BackendKind> {
   StateBackend* state_ = nullptr;
   Limits limits_;
   CancelToken cancel_;
+  std::unique_ptr<RemoteService> remote_;  // after the backend it serves: ends first
 };
 
 inline std::string ToolTest::base64(const std::string& s) {
@@ -149,6 +168,7 @@ inline std::string ToolTest::base64(const std::string& s) {
   INSTANTIATE_TEST_SUITE_P(                                                                       \
       Backends, Suite,                                                                            \
       ::testing::Values(::byd::testing::BackendKind::kState, ::byd::testing::BackendKind::kLocal, \
+                        ::byd::testing::BackendKind::kRemote,                                     \
                         ::byd::testing::BackendKind::kDocker),                                    \
       ::byd::testing::backendName)
 

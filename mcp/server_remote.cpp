@@ -1,0 +1,47 @@
+#include <algorithm>
+
+#include "mcp/server.h"
+#include "mcp/server_helpers.h"
+
+// The dispatcher's side of --backend remote: a console tool's call sent to the remote, and
+// what the remote sends back while it runs relayed to this client.
+
+namespace byd::mcp {
+
+using namespace detail;
+
+RemoteCall Server::remoteCall(const Caller& caller, const json& progress_token,
+                              const std::string& tool) {
+  RemoteCall call;
+  call.cancel = caller.cancel;
+  call.capabilities = caller.capabilities;
+  if (caller.stateless || fromOperatorPage()) {
+    // Nobody here can answer the remote's questions: its rules' fallback decides.
+    call.capabilities = json::object();
+  }
+  call.progress = progressReporter(progress_token);
+  call.log = [this, caller, tool](const json& params) {
+    const std::string level = params.value("level", "info");
+    auto it = std::find(kLogLevels.begin(), kLogLevels.end(), level);
+    if (it == kLogLevels.end()) return;
+    logToClient(static_cast<int>(it - kLogLevels.begin()), params.value("data", json()), caller,
+                params.value("logger", tool));
+  };
+  call.ask = [this, caller](const std::string& method, const json& params) -> Result<json> {
+    const char* capability = capabilityFor(method);
+    if (capability == nullptr || caller.stateless || fromOperatorPage() ||
+        !caller.has(capability)) {
+      return unimplemented("the client does not answer " + method);
+    }
+    return client_requests_.call(method, params, options_.ask_timeout, caller.cancel);
+  };
+  return call;
+}
+
+Result<json> Server::forwardToolCall(const CallToolParams& p, const Caller& caller,
+                                     bool structured) {
+  return options_.remote->callTool(p.name, p.arguments,
+                                   remoteCall(caller, p.progress_token, p.name), structured);
+}
+
+}  // namespace byd::mcp
