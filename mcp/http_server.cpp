@@ -495,7 +495,13 @@ int HttpServer::port() const { return impl_->port; }
 
 Status HttpServer::run() {
   impl_->reaper = std::thread([this] { impl_->reap(); });
-  const bool ok = impl_->http.listen_after_bind();
+  {
+    // A stop() that came first (a signal right after bind()) leaves nothing to listen for.
+    std::lock_guard lock(impl_->mu);
+    impl_->listening = !impl_->stopping;
+  }
+  const bool ok = impl_->listening ? impl_->http.listen_after_bind() : true;
+  impl_->listened = true;
   std::vector<std::string> ids;
   {
     std::lock_guard lock(impl_->mu);
@@ -516,6 +522,11 @@ void HttpServer::stop() {
     for (const auto& [id, s] : impl_->sessions) ids.push_back(id);
   }
   impl_->reaper_cv.notify_all();
+  bool listening = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    listening = impl_->listening;
+  }
   // Calls in flight finish (their POSTs are answered) for up to the grace period; what still
   // runs then is cancelled. Then the sessions end, and with them their streams, which the HTTP
   // server's own stop waits for.
@@ -536,6 +547,11 @@ void HttpServer::stop() {
   if (stateless) stateless->server->drain([&] { return Clock::now() >= deadline; });
   for (const std::string& id : ids) impl_->endSession(id);
   impl_->endStateless();
+  if (listening) {
+    while (!impl_->http.is_running() && !impl_->listened) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   impl_->http.stop();
 }
 

@@ -96,6 +96,11 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> stateless_ids{0};
   std::condition_variable reaper_cv;
   bool stopping = false;
+  // run() has decided to listen (under mu, with `stopping` false then), and its listening has
+  // ended: stop() waits for the listening to begin before it ends it, since httplib's stop()
+  // does nothing to a server that does not listen yet.
+  bool listening = false;
+  std::atomic<bool> listened{false};
   std::thread reaper;
   // /metrics' byd_sessions, read from `sessions` (last: gone before what it reads).
   std::unique_ptr<metrics::Gauge> sessions_gauge;
