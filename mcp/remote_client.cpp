@@ -36,6 +36,10 @@ Status remoteError(const json& error) {
   return std::move(s).withDetail(kRemoteErrorDetail, error.dump());
 }
 
+Status refusedToken(const std::string& where, const std::string& error) {
+  return permissionDenied(where + " refused this server's token (" + error + "): see --token-file");
+}
+
 bool startsWithNoCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), s.begin(),
@@ -452,6 +456,7 @@ Result<std::string> RemoteClient::session(const RemoteCall& call) {
     case Reply::Kind::kCancelled:
       return cancelled("cancelled");
     default:
+      if (r.status == 401 || r.status == 403) return refusedToken(where, r.error);
       return failedPrecondition(where + " did not open a session: " + r.error);
   }
   if (r.message.contains("error")) return remoteError(r.message["error"]);
@@ -511,9 +516,7 @@ Result<json> RemoteClient::request(const std::string& method, json params, const
                                   " (" + r.error + "); it may have run there, so it is not " +
                                   "sent again");
       case Reply::Kind::kRefused:
-        if (r.status == 401 || r.status == 403) {
-          return permissionDenied(where + " refused this server's token (" + r.error + ")");
-        }
+        if (r.status == 401 || r.status == 403) return refusedToken(where, r.error);
         return failedPrecondition(where + " refused " + method + " (" + r.error + ")");
     }
   }
