@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -21,10 +22,20 @@ using docker::CurlApi;
 constexpr const char* kProtocolVersion = "2025-11-25";
 constexpr size_t kMaxBody = 64 << 20;  // of an answer, JSON or an SSE event
 constexpr size_t kIdleConnections = 8;
+constexpr std::chrono::seconds kShortExchange{10};
+
+// A string member of a remote's object, "" when it is missing or of another type.
+std::string stringIn(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
 
 // What the remote's JSON-RPC error code stands for here.
 Status remoteError(const json& error) {
-  const int code = error.value("code", 0);
+  if (!error.is_object()) return internalError("the remote answered an error that is no object");
+  const int code =
+      error.contains("code") && error["code"].is_number_integer() ? error["code"].get<int>() : 0;
   std::string message = error.contains("message") && error["message"].is_string()
                             ? error["message"].get<std::string>()
                             : "error " + std::to_string(code);
@@ -209,6 +220,9 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
     reply.error = "cannot make a libcurl handle";
     return reply;
   }
+  // What the transfer reads and writes outlives the handles, which stop it first.
+  const std::string body = message.dump(-1, ' ', false, json::error_handler_t::replace);
+  Transfer t;
   // The handles go back with their connection when the exchange ended cleanly.
   struct Held {
     RemoteClient* self;
@@ -225,7 +239,6 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
     }
   } h{this, c, *conn};
   c.easy_reset(h.easy);
-  const std::string body = message.dump(-1, ' ', false, json::error_handler_t::replace);
   std::vector<std::string> lines = {"Content-Type: application/json",
                                     "Accept: application/json, text/event-stream"};
   if (!options_.token.empty()) lines.push_back("Authorization: Bearer " + options_.token);
@@ -235,7 +248,6 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
     if (!protocol_version_.empty()) lines.push_back("MCP-Protocol-Version: " + protocol_version_);
   }
   for (const std::string& l : lines) h.headers = c.slist_append(h.headers, l.c_str());
-  Transfer t;
   t.api = &c;
   t.easy = h.easy;
   c.easy_setopt(h.easy, CURLOPT_URL, options_.url.c_str());
@@ -250,6 +262,12 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
   c.easy_setopt(h.easy, CURLOPT_HEADERFUNCTION, &Transfer::onHeader);
   c.easy_setopt(h.easy, CURLOPT_HEADERDATA, &t);
   c.easy_setopt(h.easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (call == nullptr) {
+    // An exchange nobody waits on (initialize, a notification, an answer): bounded, so a
+    // remote that accepts and never answers cannot hold a call, or the session's opening.
+    c.easy_setopt(h.easy, CURLOPT_TIMEOUT_MS,
+                  static_cast<long>((options_.connect_timeout + kShortExchange).count()));
+  }
   c.multi_add_handle(h.multi, h.easy);
   h.added = true;
 
@@ -263,19 +281,24 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
     // What the remote sent before its answer, in order.
     for (size_t i = 0; i < t.messages.size(); ++i) {
       json& m = t.messages[i];
+      if (!m.is_object()) continue;
       const bool has_id = m.contains("id") && !m["id"].is_null();
       if (has_id && !m.contains("method")) {
         if (id && m["id"] == *id) answer = std::move(m);
         continue;
       }
       if (call == nullptr || answer) continue;
-      const std::string method = m.value("method", "");
-      const json params = m.value("params", json::object());
+      const std::string method = stringIn(m, "method");
+      const json params =
+          m.contains("params") && m["params"].is_object() ? m["params"] : json::object();
       if (!has_id) {
-        if (method == "notifications/progress" && call->progress && params.is_object()) {
+        if (method == "notifications/progress" && call->progress) {
           std::optional<double> total;
           if (params.contains("total") && params["total"].is_number()) total = params["total"];
-          call->progress(params.value("progress", 0.0), total, params.value("message", ""));
+          const double progress = params.contains("progress") && params["progress"].is_number()
+                                      ? params["progress"].get<double>()
+                                      : 0.0;
+          call->progress(progress, total, stringIn(params, "message"));
         } else if (method == "notifications/message" && call->log) {
           call->log(params);
         }
@@ -339,7 +362,9 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
     return reply;
   }
   if (done != CURLE_OK) {
-    reply.kind = undelivered(done) ? Reply::Kind::kUnreachable : Reply::Kind::kDropped;
+    long sent = 0;  // bytes of the request that went out
+    c.easy_getinfo(h.easy, CURLINFO_REQUEST_SIZE, &sent);
+    reply.kind = undelivered(done) || sent == 0 ? Reply::Kind::kUnreachable : Reply::Kind::kDropped;
     reply.error = t.too_large ? "its answer is larger than " + humanSize(kMaxBody)
                               : std::string(c.easy_strerror(done));
     return reply;
@@ -391,6 +416,12 @@ void RemoteClient::end(const std::string& session) {
   curl_slist* headers = nullptr;
   const std::string id = "Mcp-Session-Id: " + session;
   headers = c.slist_append(headers, id.c_str());
+  std::string version;
+  {
+    std::lock_guard lock(mu_);
+    version = "MCP-Protocol-Version: " + protocol_version_;
+  }
+  headers = c.slist_append(headers, version.c_str());
   const std::string auth = "Authorization: Bearer " + options_.token;
   if (!options_.token.empty()) headers = c.slist_append(headers, auth.c_str());
   c.easy_setopt(easy, CURLOPT_URL, options_.url.c_str());
@@ -422,7 +453,11 @@ Result<std::string> RemoteClient::session(const RemoteCall& call) {
     std::lock_guard lock(mu_);
     if (!session_id_.empty()) return session_id_;
   }
-  // Two calls that find no session may both open one; the second to finish is kept.
+  std::lock_guard opening(open_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!session_id_.empty()) return session_id_;  // another call opened it meanwhile
+  }
   json capabilities = json::object();
   for (const char* name : {"elicitation", "roots"}) {
     if (call.capabilities.is_object() && call.capabilities.contains(name)) {
@@ -463,17 +498,20 @@ Result<std::string> RemoteClient::session(const RemoteCall& call) {
   if (r.session.empty()) {
     return failedPrecondition(where + " gave no Mcp-Session-Id: it keeps no sessions");
   }
-  const json& result = r.message.value("result", json::object());
+  const json result = r.message.contains("result") && r.message["result"].is_object()
+                          ? r.message["result"]
+                          : json::object();
   {
     std::lock_guard lock(mu_);
-    protocol_version_ = result.value("protocolVersion", kProtocolVersion);
+    protocol_version_ = stringIn(result, "protocolVersion");
+    if (protocol_version_.empty()) protocol_version_ = kProtocolVersion;
     session_id_ = r.session;
     tools_.reset();
   }
   send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, r.session);
-  const json info = result.value("serverInfo", json::object());
-  spdlog::info("remote {}: session opened ({} {})", options_.url, info.value("name", "?"),
-               info.value("version", "?"));
+  const json info = result.contains("serverInfo") ? result["serverInfo"] : json::object();
+  spdlog::info("remote {}: session opened ({} {})", options_.url, stringIn(info, "name"),
+               stringIn(info, "version"));
   return r.session;
 }
 
@@ -489,7 +527,10 @@ Result<json> RemoteClient::request(const std::string& method, json params, const
     switch (r.kind) {
       case Reply::Kind::kAnswer:
         if (r.message.contains("error")) return remoteError(r.message["error"]);
-        return r.message.value("result", json::object());
+        if (!r.message.contains("result") || !r.message["result"].is_object()) {
+          return failedPrecondition(where + " answered " + method + " without a result object");
+        }
+        return r.message["result"];
       case Reply::Kind::kCancelled:
         return cancelled("cancelled");
       case Reply::Kind::kUnknownSession:
@@ -525,8 +566,8 @@ Result<json> RemoteClient::request(const std::string& method, json params, const
 Result<json> RemoteClient::callTool(const std::string& name, const json& arguments,
                                     const RemoteCall& call, bool structured) {
   json params = {{"name", name}, {"arguments", arguments}};
-  // The remote's progress is relayed under the front's own token, so any token of ours will do.
-  if (call.progress) params["_meta"] = {{"progressToken", "remote"}};
+  // The remote's progress is relayed under the front's own token; ours only has to be unique.
+  if (call.progress) params["_meta"] = {{"progressToken", "p" + std::to_string(next_id_++)}};
   Result<json> result = request("tools/call", std::move(params), call);
   if (!result.ok()) {
     const Status& s = result.status();
@@ -545,15 +586,19 @@ Result<json> RemoteClient::tools(const RemoteCall& call) {
   }
   json all = json::array();
   json cursor;
+  std::set<std::string> seen;  // a remote that repeats a cursor ends the listing
   do {
     json params = json::object();
     if (!cursor.is_null()) params["cursor"] = cursor;
     BYD_ASSIGN_OR_RETURN(json page, request("tools/list", std::move(params), call));
     if (page.contains("tools") && page["tools"].is_array()) {
-      for (json& tool : page["tools"]) all.push_back(std::move(tool));
+      for (json& tool : page["tools"]) {
+        if (tool.is_object()) all.push_back(std::move(tool));
+      }
     }
-    cursor = page.value("nextCursor", json());
-  } while (cursor.is_string() && !cursor.get<std::string>().empty());
+    cursor = page.contains("nextCursor") ? page["nextCursor"] : json();
+  } while (cursor.is_string() && !cursor.get<std::string>().empty() &&
+           seen.insert(cursor.get<std::string>()).second);
   std::lock_guard lock(mu_);
   tools_ = all;
   return all;

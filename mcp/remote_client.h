@@ -110,6 +110,7 @@ class RemoteClient {
 
   const RemoteOptions options_;
   std::atomic<int64_t> next_id_{1};
+  std::mutex open_mu_;  // one session opens at a time: calls that find none wait for it
   std::mutex mu_;
   std::string session_id_;        // "" until initialized
   std::string protocol_version_;  // negotiated

@@ -143,7 +143,9 @@ void Server::bindMethods() {
   bind("initialize", parseInitialize, &Server::onInitialize, true, false);
   bind("ping", parseAnyParams, &Server::onPing, true, false);
   bind("server/discover", parseAnyParams, &Server::onDiscover, true, true);
-  bind("tools/list", parseList, &Server::onListTools, false, true);
+  // With a remote, the list is the remote's: asked on a worker, not on the reading thread.
+  bind("tools/list", parseList, &Server::onListTools, false, true,
+       /*pooled=*/options_.remote != nullptr);
   bind("tools/call", parseCallTool, &Server::onCallTool, false, true, /*pooled=*/true);
   bind("logging/setLevel", parseSetLevel, &Server::onSetLevel, false, false);
   // The tasks extension (server_tasks.cpp).

@@ -14,18 +14,22 @@ RemoteCall Server::remoteCall(const Caller& caller, const json& progress_token,
                               const std::string& tool) {
   RemoteCall call;
   call.cancel = caller.cancel;
-  call.capabilities = caller.capabilities;
-  if (caller.stateless || fromOperatorPage()) {
-    // Nobody here can answer the remote's questions: its rules' fallback decides.
-    call.capabilities = json::object();
-  }
+  // The remote session is this session's: it declares what this session's client declared
+  // (ask() below refuses a question where this call's asker cannot answer it).
+  call.capabilities = sessionCaller().capabilities;
   call.progress = progressReporter(progress_token);
   call.log = [this, caller, tool](const json& params) {
-    const std::string level = params.value("level", "info");
+    const auto field = [&params](const char* key) {
+      auto it = params.find(key);
+      return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string level = field("level");
     auto it = std::find(kLogLevels.begin(), kLogLevels.end(), level);
     if (it == kLogLevels.end()) return;
-    logToClient(static_cast<int>(it - kLogLevels.begin()), params.value("data", json()), caller,
-                params.value("logger", tool));
+    const std::string logger = field("logger");
+    logToClient(static_cast<int>(it - kLogLevels.begin()),
+                params.contains("data") ? params["data"] : json(), caller,
+                logger.empty() ? tool : logger);
   };
   call.ask = [this, caller](const std::string& method, const json& params) -> Result<json> {
     const char* capability = capabilityFor(method);
