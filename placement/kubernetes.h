@@ -1,0 +1,88 @@
+#pragma once
+// Sessions' sandboxes made by Kubernetes with agent-sandbox (kubernetes-sigs/agent-sandbox,
+// API extensions.agents.x-k8s.io/v1beta1): a SandboxClaim per session, checked out of a
+// SandboxWarmPool (whose SandboxTemplate runs backyard-mcp as the sandbox's agent), watched
+// until its Sandbox is Ready, reached at the Sandbox's headless Service (status.serviceFQDN)
+// on the agent's port, and deleted when the session ends.
+//
+// The client speaks to the API server with libcurl (loaded on first use), as a pod does: the
+// service account's token, read again for each request (bound tokens are renewed on disk),
+// and the cluster's CA. Watches resume from the last resourceVersion seen; one the server no
+// longer has (410 Gone) starts over from a fresh read of the claim.
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cancel.h"
+#include "common/result.h"
+
+namespace byd::placement {
+
+struct KubernetesOptions {
+  // The API server ("https://HOST:PORT"); from KUBERNETES_SERVICE_HOST and _PORT in a pod.
+  std::string api_server;
+  std::string ca_file;     // its CA ("": the system's); the service account's ca.crt in a pod
+  std::string token_file;  // the service account's token ("": none)
+  std::string namespace_;  // where the claims are made; the service account's in a pod
+  std::string warm_pool;   // the SandboxWarmPool sessions are checked out of
+  int agent_port = 8080;   // where the agent listens in the sandbox
+  std::string agent_path = "/mcp";
+  // How long a claim may take to become ready, and one request (a watch is cut into pieces
+  // of at most this, each resumed where the last ended).
+  std::chrono::milliseconds ready_timeout{std::chrono::seconds(120)};
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+};
+
+// The options a pod's own service account gives, from the environment and
+// /var/run/secrets/kubernetes.io/serviceaccount (an error names what is missing).
+Result<KubernetesOptions> inClusterOptions();
+
+// A session's sandbox: its claim, the Sandbox that serves it, and the agent's endpoint.
+struct Placed {
+  std::string claim;
+  std::string sandbox;
+  std::string url;  // http://FQDN:PORT/mcp
+};
+
+class KubernetesPlacement {
+ public:
+  explicit KubernetesPlacement(KubernetesOptions options);
+
+  // Claims a sandbox for a session (its id a label, which it must be fit for; its tenant an
+  // annotation), waits until it is ready and says where its agent listens. A claim that does
+  // not become ready in time, or whose wait is cancelled, is deleted, and the error names its
+  // last Ready reason and message; a create that failed midway is looked for by its label.
+  Result<Placed> place(const std::string& tenant, const std::string& session,
+                       const CancelToken& cancel);
+  // Deletes a claim (and with it, by agent-sandbox's ownership, its Sandbox and pod); one
+  // already gone is no error.
+  Status release(const std::string& claim);
+  // Deletes every claim labelled with `session`.
+  Status releaseSession(const std::string& session);
+
+  struct Reply {
+    long status = 0;
+    std::string body;
+  };
+  // One request to the API server: its status and body, or why none came. With `line`, the
+  // body is handed over line by line as it comes (a watch) and `line` returns false to stop.
+  Result<Reply> request(const std::string& verb, const std::string& path,
+                        const nlohmann::json& body, const CancelToken& cancel,
+                        const std::function<bool(const std::string& line)>& line = nullptr,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+ private:
+  std::string claimsPath() const;
+  // The claim's Ready condition and Sandbox name once it is ready; or what it says it waits
+  // for (the reason and message of its Ready condition) in `waiting`.
+  static bool ready(const nlohmann::json& claim, std::string* sandbox, std::string* waiting);
+  Result<std::string> sandboxUrl(const std::string& sandbox, const CancelToken& cancel);
+  Status apiError(const std::string& what, const Reply& reply) const;
+
+  const KubernetesOptions options_;
+};
+
+}  // namespace byd::placement
