@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/local/package_installer.h"
+#include "common/text.h"
 #include "mcp/crypto.h"
 #include "permissions/presets.h"
 #include "settings.h"
@@ -60,13 +61,10 @@ Result<permissions::Ruleset> loadRuleset(const Config& c) {
 
 // The first line of a token file, without trailing blanks.
 static Result<std::string> readToken(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalidArgument(flag + " '" + path + "' cannot be read");
-  std::string token;
-  std::getline(in, token);
-  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.empty()) return invalidArgument(flag + " '" + path + "' is empty");
-  return token;
+  const std::optional<std::string> token = firstLineOf(path);
+  if (!token) return invalidArgument(flag + " '" + path + "' cannot be read");
+  if (token->empty()) return invalidArgument(flag + " '" + path + "' is empty");
+  return *token;
 }
 
 // --backend remote: where the tools run, and what this server leaves to the remote.

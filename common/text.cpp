@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <ctime>
+#include <fstream>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -241,6 +242,15 @@ bool plainName(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
   });
+}
+
+std::optional<std::string> firstLineOf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 }  // namespace byd

@@ -3,6 +3,7 @@
 // and timestamps. Pure functions; safe from any thread.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,9 @@ std::vector<std::string> splitList(std::string_view list, char separator);
 // `bytes` bytes from the kernel's random source, as lowercase hex (secret enough for ids and
 // nonces; waits for the entropy pool to be initialised).
 std::string randomHex(size_t bytes);
+// The first line of a file without its line end and trailing blanks (a token, a namespace);
+// nullopt when the file cannot be read.
+std::optional<std::string> firstLineOf(const std::string& path);
 // Human size: "512 B", "3.4 KiB", "51.2 MiB".
 std::string humanSize(uint64_t bytes);
 // Whether `name` may name a tenant, a session or a runtime (and so a directory and a

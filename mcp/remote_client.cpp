@@ -241,12 +241,7 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
   c.easy_reset(h.easy);
   std::vector<std::string> lines = {"Content-Type: application/json",
                                     "Accept: application/json, text/event-stream"};
-  if (!options_.token.empty()) lines.push_back("Authorization: Bearer " + options_.token);
-  if (!session.empty()) {
-    lines.push_back("Mcp-Session-Id: " + session);
-    std::lock_guard lock(mu_);
-    if (!protocol_version_.empty()) lines.push_back("MCP-Protocol-Version: " + protocol_version_);
-  }
+  for (std::string& l : sessionHeaders(session)) lines.push_back(std::move(l));
   for (const std::string& l : lines) h.headers = c.slist_append(h.headers, l.c_str());
   t.api = &c;
   t.easy = h.easy;
@@ -287,36 +282,7 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
         if (id && m["id"] == *id) answer = std::move(m);
         continue;
       }
-      if (call == nullptr || answer) continue;
-      const std::string method = stringIn(m, "method");
-      const json params =
-          m.contains("params") && m["params"].is_object() ? m["params"] : json::object();
-      if (!has_id) {
-        if (method == "notifications/progress" && call->progress) {
-          std::optional<double> total;
-          if (params.contains("total") && params["total"].is_number()) total = params["total"];
-          const double progress = params.contains("progress") && params["progress"].is_number()
-                                      ? params["progress"].get<double>()
-                                      : 0.0;
-          call->progress(progress, total, stringIn(params, "message"));
-        } else if (method == "notifications/message" && call->log) {
-          call->log(params);
-        }
-        continue;
-      }
-      // A request of the remote to the client: the client's answer, sent back in the session.
-      Result<json> result = method == "ping" ? Result<json>(json::object())
-                            : call->ask      ? call->ask(method, params)
-                                        : unimplemented("the client does not answer " + method);
-      json response = {{"jsonrpc", "2.0"}, {"id", m["id"]}};
-      if (result.ok()) {
-        response["result"] = std::move(*result);
-      } else {
-        const bool unknown = result.status().code() == Code::kUnimplemented;
-        response["error"] = {{"code", unknown ? rpc::kMethodNotFound : rpc::kInternalError},
-                             {"message", result.status().message()}};
-      }
-      send(response, session);
+      if (call != nullptr && !answer) relay(m, *call, session);
     }
     t.messages.clear();
     int queued = 0;
@@ -397,6 +363,48 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
   return reply;
 }
 
+void RemoteClient::relay(const json& m, const RemoteCall& call, const std::string& session) {
+  const std::string method = stringIn(m, "method");
+  const json params =
+      m.contains("params") && m["params"].is_object() ? m["params"] : json::object();
+  if (!m.contains("id") || m["id"].is_null()) {
+    if (method == "notifications/progress" && call.progress) {
+      std::optional<double> total;
+      if (params.contains("total") && params["total"].is_number()) total = params["total"];
+      const double progress = params.contains("progress") && params["progress"].is_number()
+                                  ? params["progress"].get<double>()
+                                  : 0.0;
+      call.progress(progress, total, stringIn(params, "message"));
+    } else if (method == "notifications/message" && call.log) {
+      call.log(params);
+    }
+    return;
+  }
+  // A request of the remote to the client: the client's answer, sent back in the session.
+  Result<json> result = method == "ping" ? Result<json>(json::object())
+                        : call.ask       ? call.ask(method, params)
+                                         : unimplemented("the client does not answer " + method);
+  json response = {{"jsonrpc", "2.0"}, {"id", m["id"]}};
+  if (result.ok()) {
+    response["result"] = std::move(*result);
+  } else {
+    const bool unknown = result.status().code() == Code::kUnimplemented;
+    response["error"] = {{"code", unknown ? rpc::kMethodNotFound : rpc::kInternalError},
+                         {"message", result.status().message()}};
+  }
+  send(response, session);
+}
+
+std::vector<std::string> RemoteClient::sessionHeaders(const std::string& session) {
+  std::vector<std::string> lines;
+  if (!options_.token.empty()) lines.push_back("Authorization: Bearer " + options_.token);
+  if (session.empty()) return lines;
+  lines.push_back("Mcp-Session-Id: " + session);
+  std::lock_guard lock(mu_);
+  if (!protocol_version_.empty()) lines.push_back("MCP-Protocol-Version: " + protocol_version_);
+  return lines;
+}
+
 void RemoteClient::send(const json& message, const std::string& session) {
   const Reply r = post(message, std::nullopt, session, nullptr);
   if (r.kind != Reply::Kind::kAnswer) {
@@ -414,16 +422,7 @@ void RemoteClient::end(const std::string& session) {
   CURL* easy = static_cast<CURL*>(conn->easy);
   c.easy_reset(easy);
   curl_slist* headers = nullptr;
-  const std::string id = "Mcp-Session-Id: " + session;
-  headers = c.slist_append(headers, id.c_str());
-  std::string version;
-  {
-    std::lock_guard lock(mu_);
-    version = "MCP-Protocol-Version: " + protocol_version_;
-  }
-  headers = c.slist_append(headers, version.c_str());
-  const std::string auth = "Authorization: Bearer " + options_.token;
-  if (!options_.token.empty()) headers = c.slist_append(headers, auth.c_str());
+  for (const std::string& l : sessionHeaders(session)) headers = c.slist_append(headers, l.c_str());
   c.easy_setopt(easy, CURLOPT_URL, options_.url.c_str());
   c.easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   c.easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "DELETE");

@@ -93,6 +93,12 @@ class RemoteClient {
   Result<std::string> session(const RemoteCall& call);
   // Forgets `id` as the session (a remote that no longer knows it).
   void forget(const std::string& id);
+  // A message the remote sent while `call` runs that is not its answer: a notification
+  // relayed to `call`, or a request to the client, whose answer goes back in the session.
+  void relay(const json& message, const RemoteCall& call, const std::string& session);
+  // The headers every request in the session carries: the token, the session's id and its
+  // protocol revision (those that apply).
+  std::vector<std::string> sessionHeaders(const std::string& session);
   // Sends a notification or a response in the session, without waiting for more than its
   // acceptance.
   void send(const json& message, const std::string& session);

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "backends/docker/lazy_libs.h"
+#include "common/text.h"
 
 namespace byd::placement {
 
@@ -22,14 +22,8 @@ constexpr const char* kSandboxesApi = "/apis/agents.x-k8s.io/v1beta1/namespaces/
 constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr size_t kMaxBody = 16 << 20;
 
-// The first line of a file, without its line end; "" when it cannot be read.
-std::string firstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line;
-}
+// The first line of a file; "" when it cannot be read.
+std::string firstLine(const std::string& path) { return firstLineOf(path).value_or(""); }
 
 // What a request's callbacks share.
 struct Transfer {
