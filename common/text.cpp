@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <ctime>
 #include <fstream>
 #include <vector>
@@ -175,7 +176,7 @@ Result<std::string> base64Decode(std::string_view text) {
   return out;
 }
 
-std::string isoTime(int64_t unix_ns) {
+void isoTimeTo(int64_t unix_ns, char (&out)[kIsoTimeChars]) {
   // Whole seconds, rounded down (before 1970 too), then the civil date of the day count
   // (the proleptic Gregorian calendar in eras of 400 years), without gmtime's locks and
   // strftime's parsing: a listing formats one per entry.
@@ -196,10 +197,10 @@ std::string isoTime(int64_t unix_ns) {
   const int64_t month = mp < 10 ? mp + 3 : mp - 9;
   const int64_t year = yoe + era * 400 + (month <= 2);
   // Nanoseconds in 64 bits span 1677 to 2262: the year has four digits.
-  char buf[21] = "0000-00-00T00:00:00Z";
-  auto put = [&buf](int at, int64_t value, int digits) {
+  std::copy_n("0000-00-00T00:00:00Z", kIsoTimeChars, out);
+  auto put = [&out](int at, int64_t value, int digits) {
     for (int i = digits - 1; i >= 0; --i, value /= 10)
-      buf[at + i] = static_cast<char>('0' + value % 10);
+      out[at + i] = static_cast<char>('0' + value % 10);
   };
   put(0, year, 4);
   put(5, month, 2);
@@ -207,12 +208,25 @@ std::string isoTime(int64_t unix_ns) {
   put(11, rem / 3600, 2);
   put(14, rem / 60 % 60, 2);
   put(17, rem % 60, 2);
-  return std::string(buf, 20);
+}
+
+std::string isoTime(int64_t unix_ns) {
+  char buf[kIsoTimeChars];
+  isoTimeTo(unix_ns, buf);
+  return std::string(buf, kIsoTimeChars);
 }
 
 std::string humanSize(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  // Built in one buffer: a listing formats one per entry.
+  char buf[32];
+  char* const end = buf + sizeof buf;
+  if (bytes < 1024) {
+    char* p = std::to_chars(buf, end, bytes).ptr;
+    *p++ = ' ';
+    *p++ = 'B';
+    return std::string(buf, p);
+  }
+  static constexpr std::string_view kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (u < 3 && bytes >> (10 * (u + 1)) >= 1024) ++u;
   // Tenths of the unit, rounded as printf's "%.1f" rounds the exact quotient: half to even.
@@ -222,7 +236,12 @@ std::string humanSize(uint64_t bytes) {
   const unsigned __int128 rest = num & ((static_cast<unsigned __int128>(1) << shift) - 1);
   const unsigned __int128 half = static_cast<unsigned __int128>(1) << (shift - 1);
   if (rest > half || (rest == half && (tenths & 1))) ++tenths;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " " + kUnits[u];
+  char* p = std::to_chars(buf, end, tenths / 10).ptr;
+  *p++ = '.';
+  *p++ = static_cast<char>('0' + tenths % 10);
+  *p++ = ' ';
+  p = std::copy(kUnits[u].begin(), kUnits[u].end(), p);
+  return std::string(buf, p);
 }
 
 std::vector<std::string> splitList(std::string_view list, char separator) {

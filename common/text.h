@@ -29,6 +29,9 @@ Result<std::string> base64Decode(std::string_view text);
 
 // "2026-11-29T09:38:51Z" (UTC, whole seconds).
 std::string isoTime(int64_t unix_ns);
+constexpr size_t kIsoTimeChars = 20;
+// The same into `out`, without an allocation (the string is longer than a short string's).
+void isoTimeTo(int64_t unix_ns, char (&out)[kIsoTimeChars]);
 
 // The parts of `list` between `separator`s, empty ones left out ("a,,b" -> {"a", "b"}).
 std::vector<std::string> splitList(std::string_view list, char separator);

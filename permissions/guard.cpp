@@ -418,7 +418,7 @@ Status Guard::enforce(Operation op, const Decision& d, std::string_view target,
 }
 
 bool Guard::hidesFromListings(std::string_view path) const {
-  return rules_.decide(Operation::kRead, path).action == Action::kDeny;
+  return rules_.action(Operation::kRead, path) == Action::kDeny;
 }
 
 }  // namespace byd::permissions

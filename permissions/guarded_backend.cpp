@@ -113,8 +113,13 @@ Status GuardedBackend::listEach(const std::string& key,
 
 Status GuardedBackend::listTyped(const std::string& key, const Detail& detail,
                                  const std::function<bool(const FileInfo&)>& visit) const {
+  // Each child's key is built in one buffer: the directory's part once, then each name.
+  std::string child = joinKey(key, "");
+  const size_t stem = child.size();
   auto shown = [&](const FileInfo& e) {
-    if (guard_.hidesFromListings(joinKey(key, e.name))) {
+    child.resize(stem);
+    child += e.name;
+    if (guard_.hidesFromListings(child)) {
       ++hidden_;
       return true;
     }

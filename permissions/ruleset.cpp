@@ -220,7 +220,8 @@ std::shared_ptr<const re2::RE2::Set> Ruleset::combine(const std::vector<Rule>& r
 size_t Ruleset::firstHit(const Compiled& ops, std::string_view target) {
   const re2::StringPiece text(target.data(), target.size());
   if (ops.set) {
-    std::vector<int> hits;
+    thread_local std::vector<int> hits;  // a listing asks once per entry: no allocation each
+    hits.clear();
     re2::RE2::Set::ErrorInfo error;
     if (ops.set->Match(text, &hits, &error)) {
       return static_cast<size_t>(*std::min_element(hits.begin(), hits.end()));
@@ -235,29 +236,55 @@ size_t Ruleset::firstHit(const Compiled& ops, std::string_view target) {
   return ops.rules.size();
 }
 
-Decision Ruleset::decide(Operation op, std::string_view target) const {
+Ruleset::Verdict Ruleset::verdict(Operation op, std::string_view target) const {
+  using By = Verdict::By;
   const OperationRules& ops = ops_[static_cast<size_t>(op)];
-  const std::string name(operationName(ops.named));
   const Compiled& compiled = ops.compiled();
-  if (!compiled.status.ok()) {  // only a document loaded with kOnFirstUse gets here
-    return {Action::kDeny, name + " rules: " + compiled.status.message(), ""};
-  }
+  // only a document loaded with kOnFirstUse has rules that did not compile
+  if (!compiled.status.ok()) return {By::kBrokenRules, Action::kDeny};
   if (const size_t i = firstHit(compiled, target); i < compiled.rules.size()) {
-    const Rule& rule = compiled.rules[i];
-    return {rule.action, name + " rule " + std::to_string(i + 1) + " (" + rule.text + ")",
-            rule.description, rule.text};
+    return {By::kRule, compiled.rules[i].action, i};
   }
   if (op == Operation::kWrite || op == Operation::kEdit || judgedAsWrite(op)) {
     if (const int hit = protectedHit(target); hit >= 0) {
-      const std::string pattern(kProtectedPatterns[hit]);
-      return {Action::kDeny, "protected path (" + pattern + ")", std::string(kProtectedReason),
-              pattern};
+      return {By::kProtected, Action::kDeny, static_cast<size_t>(hit)};
     }
   }
-  if (ops.fallback) return {*ops.fallback, name + " default", ""};
+  if (ops.fallback) return {By::kSectionDefault, *ops.fallback};
   // A ruleset opens the network, and installs, only by saying so in a section of its own.
-  if (closedWithoutSection(op)) return {Action::kDeny, name + " (no section: denied)", ""};
-  return {fallback_, "global default", ""};
+  if (closedWithoutSection(op)) return {By::kNoSection, Action::kDeny};
+  return {By::kGlobal, fallback_};
+}
+
+Action Ruleset::action(Operation op, std::string_view target) const {
+  return verdict(op, target).action;
+}
+
+Decision Ruleset::decide(Operation op, std::string_view target) const {
+  using By = Verdict::By;
+  const Verdict v = verdict(op, target);
+  const OperationRules& ops = ops_[static_cast<size_t>(op)];
+  const std::string name(operationName(ops.named));
+  switch (v.by) {
+    case By::kBrokenRules:
+      return {v.action, name + " rules: " + ops.compiled().status.message(), ""};
+    case By::kRule: {
+      const Rule& rule = ops.compiled().rules[v.index];
+      return {v.action, name + " rule " + std::to_string(v.index + 1) + " (" + rule.text + ")",
+              rule.description, rule.text};
+    }
+    case By::kProtected: {
+      const std::string pattern(kProtectedPatterns[v.index]);
+      return {v.action, "protected path (" + pattern + ")", std::string(kProtectedReason), pattern};
+    }
+    case By::kSectionDefault:
+      return {v.action, name + " default", ""};
+    case By::kNoSection:
+      return {v.action, name + " (no section: denied)", ""};
+    case By::kGlobal:
+      break;
+  }
+  return {v.action, "global default", ""};
 }
 
 bool Ruleset::always(Operation op, Action action) const {

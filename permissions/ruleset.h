@@ -77,6 +77,8 @@ class Ruleset {
   // The decision for one target (a workspace-relative path, a simple command's words joined
   // by spaces, or Python code).
   Decision decide(Operation op, std::string_view target) const;
+  // decide()'s action alone, without building its reasons: what a listing asks of each entry.
+  Action action(Operation op, std::string_view target) const;
   // True when `op` can never be allowed or asked: its default resolves to deny and no rule
   // allows or asks. Such operations' tools are hidden from tools/list.
   bool alwaysDenied(Operation op) const;
@@ -121,6 +123,14 @@ class Ruleset {
     const Compiled& compiled() const;
   };
   static std::shared_ptr<const re2::RE2::Set> combine(const std::vector<Rule>& rules);
+  // What decides `target`: a rule (its index), a protected path, or one of the defaults.
+  struct Verdict {
+    enum class By { kBrokenRules, kRule, kProtected, kSectionDefault, kNoSection, kGlobal };
+    By by;
+    Action action;
+    size_t index = 0;  // the rule's, or the protected pattern's
+  };
+  Verdict verdict(Operation op, std::string_view target) const;
   // The index of the first rule that matches `target`, or rules.size().
   static size_t firstHit(const Compiled& ops, std::string_view target);
   static Result<Rule> compileRule(Operation op, const nlohmann::json& rule,

@@ -50,14 +50,16 @@ Result<ToolOutput> runLs(const json& args, ToolContext& ctx) {
   out.text = shown + ": " + std::to_string(total) + (total == 1 ? " entry\n" : " entries\n");
   out.text.reserve(out.text.size() + entries.size() * 64);
   for (const FileInfo& e : entries) {
-    std::string mtime = isoTime(e.mtime_ns);
+    char time_buf[kIsoTimeChars];
+    isoTimeTo(e.mtime_ns, time_buf);
+    const std::string_view mtime(time_buf, kIsoTimeChars);
     appendEntryLine(out.text, e, mtime);
     if (!ctx.structured) continue;
     json item = json::object();
     item.emplace("name", e.name);
     item.emplace("type", fileTypeName(e.type));
     item.emplace("size", e.size);
-    item.emplace("mtime", std::move(mtime));
+    item.emplace("mtime", mtime);
     list.push_back(std::move(item));
   }
   if (truncated) {

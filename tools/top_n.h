@@ -38,7 +38,8 @@ class TopN {
   std::vector<T> take() {
     if (heap_) {
       std::sort_heap(items_.begin(), items_.end(), before_);
-    } else {
+    } else if (!std::is_sorted(items_.begin(), items_.end(), before_)) {
+      // A listing held in memory comes sorted by name: one pass finds it so.
       std::sort(items_.begin(), items_.end(), before_);
     }
     return std::move(items_);

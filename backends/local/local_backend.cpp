@@ -267,6 +267,9 @@ std::optional<Status> LocalBackend::listAndKeep(
     entries->push_back(e);
     return true;
   }));
+  // Held sorted by name, the order ls shows: a listing served from memory needs no sort.
+  std::sort(entries->begin(), entries->end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
   cache.store(loc.rel, *ticket, entries, open_dir);
   for (const FileInfo& entry : *entries) {
     if (!visit(entry)) break;

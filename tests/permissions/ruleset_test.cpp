@@ -220,6 +220,39 @@ TEST(Ruleset, ARuleThatDoesNotCompileLaterDeniesItsOperationAndSaysWhy) {
   EXPECT_NE(later.compileAll().message().find("execute.rules[0]"), std::string::npos);
 }
 
+// action() is decide() without the reasons, for a listing's every entry: the same verdict for
+// a rule, a protected path, an operation's default, a section left out, the global default and
+// rules that did not compile.
+TEST(Ruleset, ActionAloneIsTheDecisionsAction) {
+  std::vector<Ruleset> sets;
+  for (std::string_view name : presetNames()) sets.push_back(preset(name));
+  sets.push_back(
+      Ruleset::fromJson({{"default", "allow"},
+                         {"execute", {{"rules", {{{"regex", "(unclosed"}, {"action", "allow"}}}}}}},
+                        Ruleset::Compile::kOnFirstUse)
+          .value());
+  sets.push_back(load({{"default", "ask"},
+                       {"read", {{"rules", {{{"pattern", "src/**"}, {"action", "deny"}}}}}},
+                       {"write", {{"default", "allow"}}}}));
+  const std::vector<Operation> ops = {Operation::kRead,    Operation::kWrite,  Operation::kEdit,
+                                      Operation::kLs,      Operation::kGlob,   Operation::kGrep,
+                                      Operation::kExecute, Operation::kPython, Operation::kNetwork,
+                                      Operation::kInstall};
+  size_t deny = 0, other = 0;
+  for (const Ruleset& rs : sets) {
+    for (Operation op : ops) {
+      for (const char* target : {"src/a.txt", "README.md", ".env", ".git/hooks/pre-commit",
+                                 "deploy/key.pem", "ls -la", "example.com:443", "1+1", ""}) {
+        const Action a = rs.action(op, target);
+        EXPECT_EQ(a, rs.decide(op, target).action) << operationName(op) << " " << target;
+        ++(a == Action::kDeny ? deny : other);
+      }
+    }
+  }
+  EXPECT_GT(deny, 0u);  // both kinds of verdict were compared
+  EXPECT_GT(other, 0u);
+}
+
 TEST(Presets, SecretsAreDeniedEverywhereInEveryPreset) {
   for (std::string_view name : presetNames()) {
     Ruleset rs = preset(name);
