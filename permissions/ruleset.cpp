@@ -147,14 +147,16 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
     if (Status s = schemas::validate(*schema, doc, "ruleset"); !s.ok()) return s;
   }
   Ruleset out;
-  out.json_ = doc;
+  out.json_ = std::make_shared<const nlohmann::json>(doc);
   out.name_ = doc.value("name", "custom");
   out.fallback_ = *parseAction(doc["default"].get<std::string>());
   for (size_t i = 0; i < kOperationCount; ++i) {
     OperationRules& ops = out.ops_[i];
     ops.named = static_cast<Operation>(i);
-    auto section = doc.find(std::string(kOperationNames[i]));
-    if (section == doc.end()) continue;
+    // Found in the ruleset's own copy of the document, which its pending rules point into.
+    const nlohmann::json& own = *out.json_;
+    auto section = own.find(std::string(kOperationNames[i]));
+    if (section == own.end()) continue;
     if (auto d = section->find("default"); d != section->end()) {
       ops.fallback = parseAction(d->get<std::string>());
     }
@@ -165,7 +167,8 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
     }
     ops.pending = std::make_shared<Pending>();
     ops.pending->op = static_cast<Operation>(i);
-    ops.pending->rules = *rules;
+    ops.pending->doc = out.json_;
+    ops.pending->rules = &*rules;
   }
   for (size_t i = 0; i < kOperationCount; ++i) {
     if (judgedAsWrite(static_cast<Operation>(i)) && !doc.contains(kOperationNames[i])) {
@@ -174,6 +177,11 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
   }
   if (when == Compile::kNow) BYD_RETURN_IF_ERROR(out.compileAll());
   return out;
+}
+
+const nlohmann::json& Ruleset::json() const {
+  static const nlohmann::json kNone;  // a ruleset not made by fromJson
+  return json_ ? *json_ : kNone;
 }
 
 Status Ruleset::compileAll() const {
@@ -186,9 +194,9 @@ const Ruleset::Compiled& Ruleset::OperationRules::compiled() const {
   if (!pending) return kNone;
   std::call_once(pending->once, [p = pending.get()] {
     const std::string op_name(operationName(p->op));
-    for (size_t r = 0; r < p->rules.size(); ++r) {
+    for (size_t r = 0; r < p->rules->size(); ++r) {
       const std::string where = op_name + ".rules[" + std::to_string(r) + "]";
-      auto rule = compileRule(p->op, p->rules[r], where);
+      auto rule = compileRule(p->op, (*p->rules)[r], where);
       if (!rule.ok()) {
         p->compiled.status = rule.status();
         p->compiled.rules.clear();

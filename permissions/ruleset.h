@@ -89,7 +89,9 @@ class Ruleset {
   bool mayAsk() const;
 
   const std::string& name() const { return name_; }
-  const nlohmann::json& json() const { return json_; }
+  // The document as loaded (shared by copies of the ruleset: a guard and its sandbox's view
+  // each hold one).
+  const nlohmann::json& json() const;
 
  private:
   // Whether every rule of `op` and its default say `action`.
@@ -111,7 +113,8 @@ class Ruleset {
   // An operation's rules as written, compiled once, by the first to need them.
   struct Pending {
     Operation op;
-    nlohmann::json rules;
+    std::shared_ptr<const nlohmann::json> doc;  // the ruleset's document, which holds...
+    const nlohmann::json* rules = nullptr;      // ...the operation's rules as written
     std::once_flag once;
     Compiled compiled;
   };
@@ -139,7 +142,7 @@ class Ruleset {
   std::string name_;
   Action fallback_ = Action::kDeny;
   std::array<OperationRules, kOperationCount> ops_;
-  nlohmann::json json_;
+  std::shared_ptr<const nlohmann::json> json_;
 };
 
 // Translates a command glob into an RE2 pattern. `*` matches anything (including '/' and
