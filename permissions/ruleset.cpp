@@ -150,11 +150,11 @@ Result<Ruleset> Ruleset::fromJson(const nlohmann::json& doc, Compile when) {
   out.json_ = std::make_shared<const nlohmann::json>(doc);
   out.name_ = doc.value("name", "custom");
   out.fallback_ = *parseAction(doc["default"].get<std::string>());
+  // Sections are found in the ruleset's own copy of the document: its pending rules point in.
+  const nlohmann::json& own = *out.json_;
   for (size_t i = 0; i < kOperationCount; ++i) {
     OperationRules& ops = out.ops_[i];
     ops.named = static_cast<Operation>(i);
-    // Found in the ruleset's own copy of the document, which its pending rules point into.
-    const nlohmann::json& own = *out.json_;
     auto section = own.find(std::string(kOperationNames[i]));
     if (section == own.end()) continue;
     if (auto d = section->find("default"); d != section->end()) {
