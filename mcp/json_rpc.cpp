@@ -251,9 +251,9 @@ size_t nextMarked(std::string_view s, size_t i) {
   return i;
 }
 
-void writeString(std::string_view s, std::string& out) {
+// The inside of the JSON string for `s`, without its quotes.
+void writeStringBody(std::string_view s, std::string& out) {
   const size_t start = out.size();
-  out += '"';
   size_t run = 0;  // start of the bytes not yet copied
   for (size_t i = nextMarked(s, 0); i < s.size(); i = nextMarked(s, i + 1)) {
     const char e = kEscape[static_cast<unsigned char>(s[i])];
@@ -262,7 +262,9 @@ void writeString(std::string_view s, std::string& out) {
       if (len == 0) {
         // Rare (tools repair their text): nlohmann's own replacement, for the same bytes.
         out.resize(start);
-        appendDump(json(std::string(s)), out);
+        const std::string whole =
+            json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+        out.append(whole, 1, whole.size() - 2);
         return;
       }
       i += len - 1;
@@ -281,6 +283,47 @@ void writeString(std::string_view s, std::string& out) {
     }
   }
   out.append(s.data() + run, s.size() - run);
+}
+
+// Hands the text written so far on, in pieces, for serializeInPieces.
+struct Pieces {
+  size_t piece;
+  const std::function<bool(std::string_view)>& flush;
+  bool failed = false;
+
+  // A point where the text may be cut: hands `out` on once it holds a piece.
+  void cut(std::string& out) {
+    if (out.size() < piece) return;
+    if (!failed && !flush(out)) failed = true;
+    out.clear();
+  }
+};
+
+void writeString(std::string_view s, std::string& out, Pieces* pieces) {
+  out += '"';
+  if (pieces == nullptr || s.size() < pieces->piece) {
+    writeStringBody(s, out);
+  } else {
+    // A long string goes out in parts, each cut before a byte that begins a character (or is
+    // no UTF-8 at all). Its text is the same as written whole: a sequence cut short at a
+    // part's end is one replacement character either way, and the next part's first byte
+    // is read afresh either way.
+    const auto continues = [&](size_t i) {
+      return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;
+    };
+    while (!s.empty()) {
+      const size_t want = std::min(s.size(), pieces->piece);
+      size_t n = want;
+      while (n > 0 && continues(n)) --n;
+      if (n == 0) {  // a piece of continuation bytes alone: cut after them
+        n = want;
+        while (continues(n)) ++n;
+      }
+      writeStringBody(s.substr(0, n), out);
+      pieces->cut(out);
+      s.remove_prefix(n);
+    }
+  }
   out += '"';
 }
 
@@ -293,8 +336,9 @@ void writeInteger(Int v, std::string& out) {
 
 // Writes what dump(-1, ' ', false, replace) writes, without its per-character escaping loop:
 // runs of plain bytes are copied whole. Numbers with a fraction and binary values (rare here)
-// go through nlohmann's own writer, so their spelling is its spelling.
-void writeValue(const json& v, std::string& out) {
+// go through nlohmann's own writer, so their spelling is its spelling. With `pieces`, the text
+// is handed on as it is written.
+void writeValue(const json& v, std::string& out, Pieces* pieces) {
   switch (v.type()) {
     case json::value_t::object: {
       out += '{';
@@ -302,9 +346,10 @@ void writeValue(const json& v, std::string& out) {
       for (const auto& [key, member] : v.get_ref<const json::object_t&>()) {
         if (!first) out += ',';
         first = false;
-        writeString(key, out);
+        writeString(key, out, nullptr);
         out += ':';
-        writeValue(member, out);
+        writeValue(member, out, pieces);
+        if (pieces) pieces->cut(out);
       }
       out += '}';
       return;
@@ -315,13 +360,14 @@ void writeValue(const json& v, std::string& out) {
       for (const json& element : v) {
         if (!first) out += ',';
         first = false;
-        writeValue(element, out);
+        writeValue(element, out, pieces);
+        if (pieces) pieces->cut(out);
       }
       out += ']';
       return;
     }
     case json::value_t::string:
-      writeString(v.get_ref<const std::string&>(), out);
+      writeString(v.get_ref<const std::string&>(), out, pieces);
       return;
     case json::value_t::boolean:
       out += v.get<bool>() ? "true" : "false";
@@ -340,10 +386,6 @@ void writeValue(const json& v, std::string& out) {
       return;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // About the bytes `value` serializes to, a little over for text that needs no escapes: room
 // reserved once, so a large answer is not copied from buffer to doubled buffer as it grows
@@ -371,16 +413,29 @@ size_t sizeHint(const json& value) {
 
 }  // namespace
 
+size_t serializedSizeHint(const json& value) { return sizeHint(value); }
+
+void serializeReserved(const json& value, std::string& out) { writeValue(value, out, nullptr); }
+
 void serializeTo(const json& value, std::string& out) {
   const size_t hint = sizeHint(value);
   if (hint > 64 * 1024) out.reserve(out.size() + hint);
-  writeValue(value, out);
+  serializeReserved(value, out);
 }
 
 std::string serialize(const json& value) {
   std::string out;
   serializeTo(value, out);
   return out;
+}
+
+bool serializeInPieces(const json& value, std::string& out, size_t piece,
+                       const std::function<bool(std::string_view)>& flush) {
+  // Less than a piece, and a string's part of a piece with some escapes.
+  out.reserve(out.size() + std::min(sizeHint(value), 2 * piece + piece / 4));
+  Pieces pieces{piece, flush};
+  writeValue(value, out, &pieces);
+  return !pieces.failed;
 }
 
 }  // namespace byd::mcp

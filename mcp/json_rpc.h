@@ -3,6 +3,7 @@
 // responses, and the one mapping from a Status to a JSON-RPC error. Pure functions; safe from
 // any thread.
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -57,5 +58,15 @@ json errorFromStatus(const json& id, const Status& status);
 std::string serialize(const json& value);
 // The same, appended to `out`.
 void serializeTo(const json& value, std::string& out);
+// About the bytes `value` serializes to, a little over for text that needs no escapes.
+size_t serializedSizeHint(const json& value);
+// serializeTo without reserving room first (the caller has, by serializedSizeHint).
+void serializeReserved(const json& value, std::string& out);
+// The same text, handed to `flush` in pieces as it is written: whenever `out` holds `piece`
+// bytes or more at a point where the text may be cut, flush(out) is called and `out` cleared.
+// What is left at the end stays in `out`. A large answer thus needs no buffer of its size.
+// False when a flush returned false (the text after it was dropped).
+bool serializeInPieces(const json& value, std::string& out, size_t piece,
+                       const std::function<bool(std::string_view)>& flush);
 
 }  // namespace byd::mcp

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "mcp/json_rpc.h"
@@ -83,17 +84,42 @@ Status StdioTransport::run(MessageHandler& handler) {
 
 void StdioTransport::send(const nlohmann::json& message) {
   std::string batch;
-  batch.reserve(4096);  // most messages fit: one allocation rather than one per doubling
-  serializeTo(message, batch);
-  batch += '\n';
-  std::unique_lock lock(write_mu_);
-  drained_.wait(lock, [&] { return !writing_ || queued_.size() < kMaxQueuedBytes; });
-  if (broken_) return;
-  if (writing_) {
-    queued_ += batch;  // the writing thread sends it right after its own
-    return;
+  std::unique_lock lock(write_mu_, std::defer_lock);
+  if (const size_t hint = serializedSizeHint(message); hint < kStreamFrom) {
+    // Room for it at once (most messages fit 4 KiB), not grown by doubling.
+    batch.reserve(std::max<size_t>(4096, hint + 1));
+    serializeReserved(message, batch);
+    batch += '\n';
+    lock.lock();
+    drained_.wait(lock, [&] { return !writing_ || queued_.size() < kMaxQueuedBytes; });
+    if (broken_) return;
+    if (writing_) {
+      queued_ += batch;  // the writing thread sends it right after its own
+      return;
+    }
+    writing_ = true;
+  } else {
+    // A large message is written as it is serialized, a piece at a time: no buffer of its
+    // size, and the peer reads its first bytes while the rest is still being written. This
+    // thread waits to be the writer, and what others send meanwhile queues behind it.
+    lock.lock();
+    drained_.wait(lock, [&] { return !writing_; });
+    if (broken_) return;
+    writing_ = true;
+    lock.unlock();
+    bool sent = serializeInPieces(message, batch, kStreamPiece,
+                                  [this](std::string_view piece) { return writeAll(piece); });
+    batch += '\n';
+    sent = sent && writeAll(batch);
+    batch.clear();
+    lock.lock();
+    if (!sent) {
+      broken_ = true;
+      queued_.clear();
+    }
+    batch.swap(queued_);
+    drained_.notify_all();
   }
-  writing_ = true;
   while (!batch.empty()) {
     lock.unlock();
     const bool sent = writeAll(batch);

@@ -40,6 +40,10 @@ class StdioTransport : public Transport {
   const size_t max_frame_bytes_;
   PipeFds wake_;  // stop() writes to it to end a read that waits
   static constexpr size_t kMaxQueuedBytes = 4 << 20;
+  // Messages of about this size and more are written while they are serialized, in pieces of
+  // kStreamPiece (the size of a pipe's buffer).
+  static constexpr size_t kStreamFrom = 256 << 10;
+  static constexpr size_t kStreamPiece = 64 << 10;
   std::mutex write_mu_;
   std::condition_variable drained_;
   bool writing_ = false;  // a thread is in write(2); it takes queued_ when it is done

@@ -245,5 +245,65 @@ TEST(Serialize, AppendsToWhatIsThere) {
   EXPECT_EQ(out, "data: {\"a\":1}");
 }
 
+// serializeInPieces with small pieces: the pieces and what is left, joined.
+std::string inPieces(const json& v, size_t piece, std::vector<size_t>* sizes = nullptr) {
+  std::string joined, out;
+  const bool ok = serializeInPieces(v, out, piece, [&](std::string_view p) {
+    if (sizes) sizes->push_back(p.size());
+    joined.append(p);
+    return true;
+  });
+  EXPECT_TRUE(ok);
+  return joined + out;
+}
+
+TEST(SerializeInPieces, WritesTheSameTextAsWhole) {
+  std::mt19937 rng(20261207);
+  // Long strings of multi-byte characters, invalid bytes and escapes, so that parts are cut
+  // next to and inside every kind of sequence.
+  const std::string alphabet =
+      std::string("\x00\n\"\\a", 5) + "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xFF\xC3\xE2\x82\xBF";
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1), len(0, 3000);
+  for (int round = 0; round < 2000; ++round) {
+    std::string s(len(rng), ' ');
+    for (char& c : s) c = round % 3 == 0 && pick(rng) % 4 != 0 ? 'x' : alphabet[pick(rng)];
+    const json v = {{"content", {{{"type", "text"}, {"text", s}}}},
+                    {"structured", {{"content", s + s}, {"n", round}}}};
+    const size_t piece = 1 + round % 97;
+    ASSERT_EQ(inPieces(v, piece), reference(v)) << "round " << round << ", piece " << piece;
+  }
+}
+
+TEST(SerializeInPieces, HandsOnPiecesOfAboutTheSizeAsked) {
+  const json v = {{"text", std::string(1 << 20, 'a')}, {"more", std::string(300000, '\n')}};
+  std::vector<size_t> sizes;
+  EXPECT_EQ(inPieces(v, 64 << 10, &sizes), reference(v));
+  ASSERT_GT(sizes.size(), 16u);  // 1 MiB, then 600 KB of escapes, in pieces of 64 KiB or more
+  for (size_t n : sizes) {
+    EXPECT_GE(n, 64u << 10);
+    EXPECT_LE(n,
+              3u * (64 << 10));  // less than a piece, then a part of one: 64 KiB of \n is 128 KiB
+  }
+}
+
+TEST(SerializeInPieces, StopsHandingOnWhenTheSinkFails) {
+  const json v = {{"text", std::string(200000, 'a')}};
+  int calls = 0;
+  std::string out;
+  EXPECT_FALSE(serializeInPieces(v, out, 1000, [&](std::string_view) { return ++calls < 3; }));
+  EXPECT_EQ(calls, 3);  // no piece after the one that failed
+}
+
+TEST(SerializeInPieces, ASmallValueStaysInTheBuffer) {
+  std::string out;
+  bool called = false;
+  EXPECT_TRUE(serializeInPieces(json{{"a", 1}}, out, 1 << 16, [&](std::string_view) {
+    called = true;
+    return true;
+  }));
+  EXPECT_FALSE(called);
+  EXPECT_EQ(out, "{\"a\":1}");
+}
+
 }  // namespace
 }  // namespace byd::mcp

@@ -95,12 +95,13 @@ TEST(StdioTransportSend, ConcurrentSendsArriveWholeOnceAndInOrder) {
 TEST(StdioTransportSend, APeerThatStopsReadingHoldsSendersBackUntilItReads) {
   Pipe out;
   StdioTransport transport(-1, out.writeFd(), 1 << 20);
-  const std::string big(1 << 20, 'y');
+  // Messages under the size that is written while serialized: they queue.
+  const std::string big(128 << 10, 'y');
   // The first sender's write fills the pipe and blocks; the second queues behind it, up to the
-  // bound (4 MiB, so four of these), and must then wait too.
+  // bound (4 MiB, so 32 of these), and must then wait too.
   std::thread writer([&] { transport.send({{"i", -1}, {"big", big}}); });
   std::this_thread::sleep_for(50ms);
-  constexpr int kQueued = 12;
+  constexpr int kQueued = 48;
   std::atomic<int> sent = 0;
   std::thread sender([&] {
     for (int i = 0; i < kQueued; ++i) {
@@ -109,7 +110,7 @@ TEST(StdioTransportSend, APeerThatStopsReadingHoldsSendersBackUntilItReads) {
     }
   });
   std::this_thread::sleep_for(300ms);
-  EXPECT_LE(sent.load(), 5) << "the queue grew without bound while nobody read";
+  EXPECT_LE(sent.load(), 33) << "the queue grew without bound while nobody read";
   std::string text;
   std::thread reader([&] { text = out.drain(); });
   writer.join();
@@ -118,6 +119,53 @@ TEST(StdioTransportSend, APeerThatStopsReadingHoldsSendersBackUntilItReads) {
   reader.join();
   EXPECT_EQ(sent.load(), kQueued);
   EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), kQueued + 1);
+}
+
+TEST(StdioTransportSend, LargeMessagesWrittenAsTheyAreSerializedArriveWholeAndInOrder) {
+  // Messages over the streaming size (written piece by piece) among small ones (queued), from
+  // several threads: each line whole and intact, each thread's in the order it sent them.
+  Pipe out;
+  constexpr int kThreads = 4, kEach = 12;
+  std::string large;
+  for (int i = 0; large.size() < (700 << 10); ++i) {
+    large += "line " + std::to_string(i) + "\t\"caf\xC3\xA9\" \xE2\x82\xAC\n";
+  }
+  std::string text;
+  {
+    StdioTransport transport(-1, out.writeFd(), 1 << 20);
+    std::thread reader([&] {
+      std::this_thread::sleep_for(20ms);
+      text = out.drain();
+    });
+    std::vector<std::thread> senders;
+    for (int t = 0; t < kThreads; ++t) {
+      senders.emplace_back([&, t] {
+        for (int n = 0; n < kEach; ++n) {
+          const bool big = (n + t) % 3 == 0;
+          transport.send({{"t", t}, {"n", n}, {"text", big ? large : std::string(100, 'z')}});
+        }
+      });
+    }
+    for (auto& s : senders) s.join();
+    out.closeWrite();
+    reader.join();
+  }
+  std::map<int, int> next;
+  std::istringstream lines(text);
+  std::string line;
+  int count = 0, bigs = 0;
+  while (std::getline(lines, line)) {
+    const json v = json::parse(line);  // throws, failing the test, on a torn line
+    const int t = v["t"], n = v["n"];
+    ASSERT_EQ(n, next[t]) << "thread " << t << " out of order";
+    const bool big = (n + t) % 3 == 0;
+    ASSERT_EQ(v["text"].get<std::string>(), big ? large : std::string(100, 'z'));
+    bigs += big;
+    next[t] = n + 1;
+    ++count;
+  }
+  EXPECT_EQ(count, kThreads * kEach);
+  EXPECT_EQ(bigs, kThreads * kEach / 3);
 }
 
 TEST(StdioTransportSend, APeerThatHasGoneEndsWritingWithoutBlockingOrCrashing) {
