@@ -1,5 +1,6 @@
 #include "mcp/json_rpc.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -433,7 +434,7 @@ bool serializeInPieces(const json& value, std::string& out, size_t piece,
                        const std::function<bool(std::string_view)>& flush) {
   // Less than a piece, and a string's part of a piece with some escapes.
   out.reserve(out.size() + std::min(sizeHint(value), 2 * piece + piece / 4));
-  Pieces pieces{piece, flush};
+  Pieces pieces{std::max<size_t>(piece, 1), flush};  // a piece of nothing would never end
   writeValue(value, out, &pieces);
   return !pieces.failed;
 }

@@ -294,6 +294,11 @@ TEST(SerializeInPieces, StopsHandingOnWhenTheSinkFails) {
   EXPECT_EQ(calls, 3);  // no piece after the one that failed
 }
 
+TEST(SerializeInPieces, APieceOfNothingIsTakenAsOneByte) {
+  const json v = {{"text", "caf\xC3\xA9 \xE2\x82\xAC\n"}};
+  EXPECT_EQ(inPieces(v, 0), reference(v));
+}
+
 TEST(SerializeInPieces, ASmallValueStaysInTheBuffer) {
   std::string out;
   bool called = false;
