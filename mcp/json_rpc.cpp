@@ -433,7 +433,7 @@ std::string serialize(const json& value) {
 bool serializeInPieces(const json& value, std::string& out, size_t piece,
                        const std::function<bool(std::string_view)>& flush) {
   // Less than a piece, and a string's part of a piece with some escapes.
-  out.reserve(out.size() + std::min(sizeHint(value), 2 * piece + piece / 4));
+  out.reserve(out.size() + 2 * piece + piece / 4);
   Pieces pieces{std::max<size_t>(piece, 1), flush};  // a piece of nothing would never end
   writeValue(value, out, &pieces);
   return !pieces.failed;

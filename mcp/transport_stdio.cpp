@@ -111,26 +111,14 @@ void StdioTransport::send(const nlohmann::json& message) {
                                   [this](std::string_view piece) { return writeAll(piece); });
     batch += '\n';
     sent = sent && writeAll(batch);
-    batch.clear();
     lock.lock();
-    if (!sent) {
-      broken_ = true;
-      queued_.clear();
-    }
-    batch.swap(queued_);
-    drained_.notify_all();
+    takeQueued(sent, batch);
   }
   while (!batch.empty()) {
     lock.unlock();
     const bool sent = writeAll(batch);
     lock.lock();
-    if (!sent) {
-      broken_ = true;  // the peer has gone; nothing more to do
-      queued_.clear();
-    }
-    batch.clear();
-    batch.swap(queued_);
-    drained_.notify_all();
+    takeQueued(sent, batch);
   }
   writing_ = false;
   // The queue's buffer is the last batch's; after a large one, let the memory go.
@@ -142,6 +130,16 @@ void StdioTransport::send(const nlohmann::json& message) {
     lock.unlock();
     fn();
   }
+}
+
+void StdioTransport::takeQueued(bool sent, std::string& batch) {
+  if (!sent) {
+    broken_ = true;  // the peer has gone; nothing more to do
+    queued_.clear();
+  }
+  batch.clear();
+  batch.swap(queued_);
+  drained_.notify_all();
 }
 
 bool StdioTransport::writeAll(std::string_view data) const {

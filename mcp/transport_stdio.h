@@ -33,6 +33,9 @@ class StdioTransport : public Transport {
  private:
   void consume(std::string_view data, MessageHandler& handler);
   void endLine(MessageHandler& handler);
+  // After a write (write_mu_ held): `batch` becomes what queued meanwhile, which is dropped
+  // when the write failed.
+  void takeQueued(bool sent, std::string& batch);
   // Writes all of `data` to out_fd_; false when the peer has gone.
   bool writeAll(std::string_view data) const;
 
