@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "common/text.h"
 #include "tools/tool.h"
@@ -11,7 +13,9 @@ namespace byd {
 namespace {
 
 constexpr size_t kMaxLineBytes = 2000;
-constexpr size_t kChunkBytes = 1 << 20;
+// A text file is read in chunks of this size into one buffer, so a 1 MiB read holds its two
+// texts and a quarter of a MiB more, not a second copy of the file.
+constexpr size_t kChunkBytes = 256 << 10;
 constexpr size_t kSniffBytes = 8192;
 
 std::string_view imageMimeType(std::string_view head) {
@@ -31,13 +35,15 @@ class LineWindow {
   LineWindow(int64_t first, int64_t limit, size_t max_text, size_t skip = 0)
       : first_(first), last_(first + limit - 1), max_text_(max_text), skip_(skip) {}
 
+  // Room for `bytes` of the file with their line numbers, so the texts are not grown step by
+  // step (a doubling would hold the old and the new buffer at once).
+  void reserve(uint64_t bytes) {
+    reserved_ = true;
+    numbered_.reserve(std::min<uint64_t>(max_text_, bytes + bytes / 8 + 64));
+    raw_.reserve(std::min<uint64_t>(max_text_, bytes + 1));
+  }
   void feed(std::string_view chunk) {
-    if (!reserved_) {
-      reserved_ = true;
-      // Room for the first chunk with its line numbers, so the text is not grown step by step.
-      numbered_.reserve(std::min(max_text_, chunk.size() + chunk.size() / 8 + 64));
-      raw_.reserve(std::min(max_text_, chunk.size() + 1));
-    }
+    if (!reserved_) reserve(chunk.size());
     size_t i = 0;
     while (i < chunk.size()) {
       const char* nl = static_cast<const char*>(memchr(chunk.data() + i, '\n', chunk.size() - i));
@@ -124,22 +130,14 @@ class LineWindow {
   std::string numbered_, raw_;
 };
 
-// `head` is the file's first chunk; when the file is larger, the rest is read too.
-Result<ToolOutput> imageOutput(const std::string& key, std::string head, std::string_view mime,
-                               ToolContext& ctx) {
-  std::string data = std::move(head);
-  uint64_t size = data.size();
-  if (size == kChunkBytes) {
-    BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
-    size = info.size;
+// The image, read whole (up to the read limit, which a larger image is refused over).
+Result<ToolOutput> imageOutput(const std::string& key, std::string_view mime, ToolContext& ctx) {
+  BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
+  if (info.size > ctx.limits.max_read_bytes) {
+    return resourceExhausted("'" + key + "' is an image of " + humanSize(info.size) +
+                             ", over the " + humanSize(ctx.limits.max_read_bytes) + " read limit");
   }
-  if (size > ctx.limits.max_read_bytes) {
-    return resourceExhausted("'" + key + "' is an image of " + humanSize(size) + ", over the " +
-                             humanSize(ctx.limits.max_read_bytes) + " read limit");
-  }
-  if (data.size() < size) {
-    BYD_ASSIGN_OR_RETURN(data, ctx.backend.read(key, 0, ctx.limits.max_read_bytes));
-  }
+  BYD_ASSIGN_OR_RETURN(std::string data, ctx.backend.read(key, 0, ctx.limits.max_read_bytes));
   ToolOutput out;
   out.text = "Image '" + key + "' (" + std::string(mime) + ", " + humanSize(data.size()) + ")";
   out.structured = {{"path", key}, {"kind", "image"}, {"mime_type", mime}, {"size", data.size()}};
@@ -148,35 +146,26 @@ Result<ToolOutput> imageOutput(const std::string& key, std::string head, std::st
   return out;
 }
 
-// The first chunk of a file, or an error that says what to do instead.
-Result<std::string> firstChunk(ToolContext& ctx, const std::string& key, const std::string& path) {
-  auto chunk = ctx.backend.read(key, 0, kChunkBytes);
-  if (chunk.ok()) return chunk;
+// Feeds a file to `sink` chunk by chunk (one open, one buffer), stopping early when the sink
+// returns false; an error says what to do instead, and a cancelled call stops between chunks.
+Status streamFile(ToolContext& ctx, const std::string& key, const std::string& path,
+                  const std::function<bool(std::string_view)>& sink) {
+  bool stopped_by_cancel = false;
+  Status s = ctx.backend.readStream(key, kChunkBytes, [&](std::string_view chunk) {
+    if (ctx.cancel.cancelled()) {
+      stopped_by_cancel = true;
+      return false;
+    }
+    return sink(chunk);
+  });
+  if (stopped_by_cancel) return cancelled("cancelled");
+  if (s.ok()) return s;
   // Only on failure look closer: the common case costs one open.
   auto info = ctx.backend.stat(key);
   if (info.ok() && info->type == FileType::kDir) {
     return invalidArgument("'" + path + "' is a directory; use ls to list it");
   }
-  return chunk.status();
-}
-
-// The number of lines of a file (a last line without '\n' counts), streamed from `chunk`, its
-// first chunk, on.
-Result<int64_t> countLines(ToolContext& ctx, const std::string& key, std::string_view chunk) {
-  int64_t lines = 0;
-  uint64_t pos = 0;
-  std::string next;
-  bool ends_with_newline = true;
-  while (!chunk.empty()) {
-    if (ctx.cancel.cancelled()) return cancelled("cancelled");
-    lines += std::count(chunk.begin(), chunk.end(), '\n');
-    ends_with_newline = chunk.back() == '\n';
-    pos += chunk.size();
-    if (chunk.size() < kChunkBytes) break;
-    BYD_ASSIGN_OR_RETURN(next, ctx.backend.read(key, pos, kChunkBytes));
-    chunk = next;
-  }
-  return lines + (ends_with_newline ? 0 : 1);
+  return s;
 }
 
 std::string footer(const LineWindow& w, int64_t offset, bool repaired) {
@@ -210,61 +199,84 @@ Result<ToolOutput> runReadFile(const json& args, ToolContext& ctx) {
         "counts from the end (-20: the last 20 lines)");
   }
   BYD_ASSIGN_OR_RETURN(std::string key, ctx.backend.normalize(path));
-  BYD_ASSIGN_OR_RETURN(std::string chunk, firstChunk(ctx, key, path));
-  const std::string_view head = std::string_view(chunk).substr(0, kSniffBytes);
-  if (auto mime = imageMimeType(head); !mime.empty()) {
-    return imageOutput(key, std::move(chunk), mime, ctx);
-  }
-  if (head.find('\0') != std::string_view::npos) {
-    auto info = ctx.backend.stat(key);
-    return invalidArgument("'" + path + "' is a binary file (" +
-                           humanSize(info.ok() ? info->size : chunk.size()) +
-                           "); read_file shows text and png, jpeg, gif and webp images only");
-  }
-
-  if (offset < 0) {
-    // The last -offset lines, as tail shows them.
-    BYD_ASSIGN_OR_RETURN(const int64_t total, countLines(ctx, key, chunk));
-    limit = std::min(limit, -offset);
-    offset = std::max<int64_t>(1, total + offset + 1);
-  }
   // Leave room for the footer, so the note on how to continue is never cut off.
   constexpr size_t kFooterRoom = 512;
-  LineWindow window(offset, limit,
-                    ctx.limits.max_text_bytes > 2 * kFooterRoom
-                        ? ctx.limits.max_text_bytes - kFooterRoom
-                        : ctx.limits.max_text_bytes / 2,
-                    static_cast<size_t>(column - 1));
+  const size_t max_text = ctx.limits.max_text_bytes > 2 * kFooterRoom
+                              ? ctx.limits.max_text_bytes - kFooterRoom
+                              : ctx.limits.max_text_bytes / 2;
+  std::optional<LineWindow> window;  // for a negative offset, made once the lines are counted
+  if (offset > 0) window.emplace(offset, limit, max_text, static_cast<size_t>(column - 1));
+  // The first chunk says what the file is: an image, other binary data, or text.
+  enum class Kind { kEmpty, kText, kImage, kBinary } kind = Kind::kEmpty;
+  std::string_view mime;
+  int64_t lines = 0;  // counted on the way, for a negative offset
+  bool ends_with_newline = true;
   uint64_t pos = 0;
-  while (!chunk.empty()) {
-    if (ctx.cancel.cancelled()) return cancelled("cancelled");
-    window.feed(chunk);
+  BYD_RETURN_IF_ERROR(streamFile(ctx, key, path, [&](std::string_view chunk) {
+    if (kind == Kind::kEmpty) {
+      const std::string_view head = chunk.substr(0, kSniffBytes);
+      mime = imageMimeType(head);
+      kind = !mime.empty()                          ? Kind::kImage
+             : head.find('\0') != std::string::npos ? Kind::kBinary
+                                                    : Kind::kText;
+      if (kind != Kind::kText) return false;
+      if (window && chunk.size() == kChunkBytes) {
+        // More than one chunk: reserve the texts once for the whole file.
+        if (auto info = ctx.backend.stat(key); info.ok()) window->reserve(info->size);
+      }
+    }
     pos += chunk.size();
-    if (chunk.size() < kChunkBytes) break;
-    BYD_ASSIGN_OR_RETURN(chunk, ctx.backend.read(key, pos, kChunkBytes));
+    if (window) {
+      window->feed(chunk);
+    } else {
+      lines += std::count(chunk.begin(), chunk.end(), '\n');
+      ends_with_newline = chunk.back() == '\n';
+    }
+    return true;
+  }));
+  if (kind == Kind::kImage) return imageOutput(key, mime, ctx);
+  if (kind == Kind::kBinary) {
+    BYD_ASSIGN_OR_RETURN(FileInfo info, ctx.backend.stat(key));
+    return invalidArgument("'" + path + "' is a binary file (" + humanSize(info.size) +
+                           "); read_file shows text and png, jpeg, gif and webp images only");
   }
-  window.finish();
-  if (offset > 1 && offset > window.totalLines()) {
+  if (!window) {
+    // The last -offset lines, as tail shows them: a second pass, now that the count is known.
+    const int64_t total = lines + (ends_with_newline ? 0 : 1);
+    limit = std::min(limit, -offset);
+    offset = std::max<int64_t>(1, total + offset + 1);
+    window.emplace(offset, limit, max_text, static_cast<size_t>(column - 1));
+    if (pos > kChunkBytes) window->reserve(pos);
+    pos = 0;
+    BYD_RETURN_IF_ERROR(streamFile(ctx, key, path, [&](std::string_view chunk) {
+      pos += chunk.size();
+      window->feed(chunk);
+      return true;
+    }));
+  }
+  LineWindow& w = *window;
+  w.finish();
+  if (offset > 1 && offset > w.totalLines()) {
     return outOfRange("offset " + std::to_string(offset) + " is past the end of '" + path +
-                      "', which has " + std::to_string(window.totalLines()) + " lines");
+                      "', which has " + std::to_string(w.totalLines()) + " lines");
   }
   ToolOutput out;
   // The numbered text holds the same lines (cut on character boundaries) and ASCII: when the
   // raw lines are valid UTF-8, so is it.
-  const bool repaired = repairUtf8InPlace(window.raw());
-  if (repaired) repairUtf8InPlace(window.numbered());
-  out.text = std::move(window.numbered());
-  out.text += footer(window, offset, repaired);
-  const bool more = window.lastShown() < window.totalLines();
+  const bool repaired = repairUtf8InPlace(w.raw());
+  if (repaired) repairUtf8InPlace(w.numbered());
+  out.text = std::move(w.numbered());
+  out.text += footer(w, offset, repaired);
+  const bool more = w.lastShown() < w.totalLines();
   json& s = out.structured;  // member by member, so the content is moved, not copied
   s.emplace("path", key);
   s.emplace("kind", "text");
-  s.emplace("content", std::move(window.raw()));
+  s.emplace("content", std::move(w.raw()));
   s.emplace("start_line", offset);
-  s.emplace("num_lines", window.shown());
-  s.emplace("total_lines", window.totalLines());
+  s.emplace("num_lines", w.shown());
+  s.emplace("total_lines", w.totalLines());
   s.emplace("size", pos);
-  s.emplace("next_offset", more ? json(window.lastShown() + 1) : json(nullptr));
+  s.emplace("next_offset", more ? json(w.lastShown() + 1) : json(nullptr));
   s.emplace("invalid_utf8", repaired);
   return out;
 }

@@ -126,6 +126,49 @@ TEST_P(ReadFileTest, HugeSingleLineFileIsReadInBoundedOutput) {
   EXPECT_NE(text(r).find("line cut at 2000 of 52428800 bytes"), std::string::npos);
 }
 
+TEST_P(ReadFileTest, AFileOfManyChunksIsReadWholeWithLinesAcrossTheirEdges) {
+  // Lines of every length from 1 to 97 bytes, so some cross each edge of the chunks the file
+  // is read in; about 1.2 MiB, the last line without a newline.
+  std::string content, expected;
+  int64_t n = 0;
+  while (content.size() < (1200 << 10)) {
+    const std::string line(static_cast<size_t>(n % 97) + 1, static_cast<char>('a' + n % 26));
+    ++n;
+    content += line + "\n";
+    std::string number = std::to_string(n);
+    expected +=
+        std::string(number.size() < 6 ? 6 - number.size() : 0, ' ') + number + "\t" + line + "\n";
+  }
+  content += "end";
+  ++n;
+  expected += std::string(6 - std::to_string(n).size(), ' ') + std::to_string(n) + "\tend\n";
+  seed("many.txt", content);
+  limits_.max_text_bytes = 8 << 20;
+  json r = call("read_file", {{"path", "many.txt"}, {"limit", 100'000}});
+  ASSERT_FALSE(isError(r)) << text(r).substr(0, 400);
+  EXPECT_TRUE(text(r) == expected) << "the numbered text differs from cat -n's";
+  EXPECT_TRUE(r["structuredContent"]["content"] == content + "\n");
+  EXPECT_EQ(r["structuredContent"]["total_lines"], n);
+  EXPECT_EQ(r["structuredContent"]["size"], content.size());
+  // The last lines, counted over every chunk first.
+  r = call("read_file", {{"path", "many.txt"}, {"offset", -2}});
+  ASSERT_FALSE(isError(r)) << text(r);
+  EXPECT_EQ(r["structuredContent"]["start_line"], n - 1);
+  EXPECT_EQ(r["structuredContent"]["content"], std::string(static_cast<size_t>((n - 2) % 97) + 1,
+                                                           static_cast<char>('a' + (n - 2) % 26)) +
+                                                   "\nend\n");
+  // A file of exactly one chunk's size (256 KiB) and one of a byte more.
+  for (const size_t size : {size_t{256} << 10, (size_t{256} << 10) + 1}) {
+    std::string exact(size, 'x');
+    for (size_t i = 99; i < size; i += 100) exact[i] = '\n';
+    seed("exact.txt", exact);
+    r = call("read_file", {{"path", "exact.txt"}, {"limit", 100'000}});
+    ASSERT_FALSE(isError(r)) << text(r);
+    EXPECT_EQ(r["structuredContent"]["size"], size);
+    EXPECT_EQ(r["structuredContent"]["total_lines"], (size + 99) / 100);
+  }
+}
+
 TEST_P(ReadFileTest, InvalidUtf8IsReplacedAndSaid) {
   seed("bad.txt", "ok \xff\xfe here\n");
   json r = call("read_file", {{"path", "bad.txt"}});
