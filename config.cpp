@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/local/package_installer.h"
+#include "common/container.h"
 #include "common/text.h"
 #include "mcp/crypto.h"
 #include "permissions/presets.h"
@@ -333,6 +334,15 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
     BYD_RETURN_IF_ERROR(checkDirectory("root", c.root));
     for (const std::string& dir : c.allow)
       BYD_RETURN_IF_ERROR(checkDirectory("--allow directory", dir));
+  }
+  if (c.sandbox == "container" && c.backend == "local") {
+    if (const std::string seen = containerEvidence(); seen.empty()) {
+      return invalidArgument(
+          "--sandbox container: this server does not run in a container (no /.dockerenv, "
+          "/run/.containerenv, KUBERNETES_SERVICE_HOST or container= in its environment), so "
+          "nothing would isolate its commands; use --sandbox bwrap, or --sandbox none to run "
+          "them as plain processes");
+    }
   }
   if (c.backend == "remote") BYD_RETURN_IF_ERROR(checkRemote(c));
   if (c.backend != "remote" && !c.remote_url.empty()) {

@@ -69,7 +69,7 @@ struct Config {
   std::string audit_log;                       // a JSON line per tool call
   bool ui = false;                             // HTTP: the operator's page at /ui
   std::map<std::string, std::string> origins;  // where each setting not at its default came from
-  std::string sandbox = "bwrap";               // or "none"
+  std::string sandbox = "bwrap";               // or "container", "none"
   std::string sandbox_user;                    // see SandboxOptions::user
   SandboxLimits sandbox_limits;
   PythonOptions python;

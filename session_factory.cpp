@@ -15,6 +15,7 @@
 #include "backends/local/fork_rendezvous.h"
 #include "backends/local/local_backend.h"
 #include "backends/local/sandbox_identity.h"
+#include "common/container.h"
 #include "common/text.h"
 #include "mcp/crypto.h"
 #include "permissions/guarded_backend.h"
@@ -214,7 +215,8 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   BYD_ASSIGN_OR_RETURN(auto local, LocalBackend::open(c.root, c.allow));
   local->setWriteSync(c.write_sync);
   SandboxOptions options;
-  options.isolate = c.sandbox != "none";
+  options.isolate = c.sandbox == "bwrap";
+  options.container = c.sandbox == "container";
   options.limits = c.sandbox_limits;
   options.user = c.sandbox_user;
   // The proxy's port inside the sandbox, when the rules may let anything out.
@@ -280,7 +282,17 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     };
   }
   if (sandbox.ok()) {
-    if (!options.isolate) {
+    if (options.container) {
+      if (warm) {
+        spdlog::info(
+            "--sandbox container: commands and Python run without a nested sandbox; the "
+            "container this server runs in ({}) is the boundary",
+            containerEvidence());
+      }
+      out.sandbox_note =
+          " Commands and Python run in the container this server runs in, without a sandbox "
+          "of their own (--sandbox container): the container is the boundary.";
+    } else if (!options.isolate) {
       if (warm) {
         spdlog::warn("--sandbox none: commands run WITHOUT ISOLATION, with this server's rights");
       }

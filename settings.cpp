@@ -226,10 +226,12 @@ std::vector<Setting> makeTable() {
       {"sandbox",
        "--sandbox",
        T::kChoice,
-       "bwrap|none",
-       "how execute isolates commands; none runs them as plain processes (logged as a warning "
-       "and said in instructions)",
-       {"bwrap", "none"},
+       "bwrap|container|none",
+       "how execute and run_python isolate what they run: bwrap, a sandbox of their own; "
+       "container, none nested, where the container or pod this server runs in is the "
+       "boundary (refused outside one); none, plain processes with this server's rights "
+       "(logged as a warning and said in instructions)",
+       {"bwrap", "container", "none"},
        0,
        0,
        nullptr,

@@ -219,8 +219,8 @@ class Executor {
   // Runs Python code in a named, persistent session.
   virtual Result<PythonResult> runPython(const PythonRequest& request,
                                          const CancelToken& cancel) = 0;
-  // False when runPython() can only refuse (Local under --sandbox none): run_python is then
-  // not offered.
+  // False when runPython() can only refuse (Local whose sandbox cannot be had): run_python is
+  // then not offered.
   virtual bool runsPython() const { return true; }
   // Installs Python distributions (as the package index names them) where run_python and
   // commands import from, and says what was installed ("name version"; nothing when all were

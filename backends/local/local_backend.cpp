@@ -408,8 +408,11 @@ void LocalBackend::setSandbox(std::unique_ptr<Sandbox> sandbox, std::string why_
       }
     });
   }
-  if (sandbox_ && sandbox_->isolated()) {
+  if (sandbox_) {
+    if (!sandbox_->isolated()) python.fork_sessions = false;  // a plain kernel cannot fork
     python_ = std::make_unique<PythonSessions>(*sandbox_, root_.dir(), std::move(python));
+  }
+  if (sandbox_ && sandbox_->isolated()) {
     std::vector<WorkspaceIndex::Root> roots = {{"", root_.dir()}};
     for (const PathResolver& resolver : allowed_) roots.push_back({resolver.dir(), resolver.dir()});
     index_ = std::make_unique<WorkspaceIndex>(std::move(roots));
@@ -420,14 +423,21 @@ Result<PythonResult> LocalBackend::runPython(const PythonRequest& request,
                                              const CancelToken& cancel) {
   if (proxy_) proxy_->take(request.network);
   if (!python_) {
-    return failedPrecondition(
-        "Python cannot run: " +
-        (sandbox_ ? std::string("run_python needs the sandbox (it is off: --sandbox none)")
-         : sandbox_unavailable_.empty() ? std::string("no sandbox")
-                                        : sandbox_unavailable_));
+    return failedPrecondition("Python cannot run: " + (sandbox_unavailable_.empty()
+                                                           ? std::string("no sandbox")
+                                                           : sandbox_unavailable_));
   }
-  BYD_ASSIGN_OR_RETURN(PythonSessions::Run run,
-                       runPythonIn(*python_, request, cancel, index_->masks(request.view)));
+  if (!index_ && (request.isolated || !request.fork_from.empty())) {
+    // Both rest on the sandbox's namespaces: a run's processes, /tmp and /dev/shm swept
+    // after it, a fork found and adopted in its parent's sandbox.
+    return failedPrecondition(
+        std::string(request.isolated ? "an isolated run" : "forking a session") +
+        " needs the sandbox (--sandbox bwrap); under " + std::string(sandbox_->plainMode()) +
+        " run_python has named sessions only");
+  }
+  BYD_ASSIGN_OR_RETURN(
+      PythonSessions::Run run,
+      runPythonIn(*python_, request, cancel, index_ ? index_->masks(request.view) : nullptr));
   return pythonResult(run);
 }
 

@@ -199,24 +199,61 @@ Result<std::unique_ptr<KernelProcess>> SandboxMember::adoptFork(UniqueFd conn, p
       std::make_unique<ForkedSandboxKernel>(family_, std::move(conn), host_pid));
 }
 
+// A kernel run as a plain process (--sandbox none or container): no namespaces, so no forks
+// and no masks; SIGINT to it, and its process group and groups killed at the end.
+class PlainKernel : public KernelProcess {
+ public:
+  explicit PlainKernel(Sandbox::Plain p) : p_(std::move(p)) {}
+  ~PlainKernel() override { kill(); }
+  int stdinFd() const override { return p_.stdin_w.get(); }
+  int stdoutFd() const override { return p_.stdout_r.get(); }
+  int stderrFd() const override { return p_.stderr_r.get(); }
+  void interrupt() override {
+    if (p_.pid > 0) syscall(SYS_pidfd_send_signal, p_.pidfd.get(), SIGINT, nullptr, 0);
+  }
+  void kill() override {
+    if (p_.pid <= 0) return;
+    ::kill(-p_.pid, SIGKILL);  // its session's group: what it started and did not move away
+    p_.cgroup.killAll();       // and what did, where it has groups of its own
+    waitpid(p_.pid, nullptr, 0);
+    p_.cgroup.reset();
+    p_.pid = -1;
+    for (UniqueFd* fd : {&p_.pidfd, &p_.stdin_w, &p_.stdout_r, &p_.stderr_r}) fd->reset();
+  }
+
+ private:
+  Sandbox::Plain p_;
+};
+
+// The kernel's source as a descriptor, which the interpreter reads as its script.
+Result<UniqueFd> kernelSource() {
+  UniqueFd source(memfd_create("byd-kernel", MFD_CLOEXEC));
+  if (!source.valid()) return internalError("cannot prepare a kernel");
+  writeAll(source.get(), kPythonKernelSource, strlen(kPythonKernelSource));
+  return source;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PythonKernel>> PythonKernel::start(const Sandbox& sandbox,
                                                           const std::string& python,
                                                           const std::string& cwd,
                                                           const std::string& packages) {
-  if (!sandbox.isolated()) {
-    return failedPrecondition("run_python needs the sandbox (it is off: --sandbox none)");
-  }
-  // The kernel's source goes in as descriptor 3, which the interpreter reads as its script.
-  UniqueFd source(memfd_create("byd-kernel", MFD_CLOEXEC));
-  if (!source.valid()) return internalError("cannot prepare a kernel");
-  writeAll(source.get(), kPythonKernelSource, strlen(kPythonKernelSource));
+  BYD_ASSIGN_OR_RETURN(UniqueFd source, kernelSource());
   RunRequest request;
   request.argv = {python, "-I", "-S", "-u", kKernelPath};
   request.cwd = cwd;
   request.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"};
   if (!packages.empty()) request.env.push_back("BYD_PYTHON_PACKAGES=" + packages);
+  if (!sandbox.isolated()) {
+    // A plain process keeps its descriptors' numbers: the script is read from the source's.
+    request.argv.back() = "/dev/fd/" + std::to_string(source.get());
+    auto plain = sandbox.launchPlain(request, {source.get()});
+    source.reset();
+    if (!plain.ok()) return plain.status();
+    return attach(std::make_unique<PlainKernel>(std::move(*plain)));
+  }
+  // The kernel's source goes in as descriptor 3.
   auto launched = sandbox.launch(request, {source.get()}, /*own_cgroup=*/true);
   source.reset();  // the kernel holds its own copy
   if (!launched.ok()) return launched.status();

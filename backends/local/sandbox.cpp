@@ -116,7 +116,10 @@ Status Sandbox::prepare() const {
       spdlog::warn("sandbox: the {} layer is OFF (a test-only setting)", layer);
     }
   } else {
-    layers = {"NO ISOLATION (--sandbox none)"};
+    layers = {options_.container
+                  ? "no nested sandbox: the container this server runs in is the boundary "
+                    "(--sandbox container)"
+                  : "NO ISOLATION (--sandbox none)"};
   }
   prepared_.cgroups = CgroupSet::create(options_.limits);
   layers.push_back(prepared_.cgroups->describe());
@@ -446,8 +449,33 @@ Result<Sandbox::Launched> Sandbox::launch(const RunRequest& request,
                                           const std::vector<int>& extra_fds,
                                           bool own_cgroup) const {
   BYD_RETURN_IF_ERROR(verify());
-  if (!options_.isolate) return failedPrecondition("the sandbox is off (--sandbox none)");
+  if (!options_.isolate) {
+    return failedPrecondition("the sandbox is off (" + std::string(plainMode()) + ")");
+  }
   return launchUnchecked(request, extra_fds, /*stdin_pipe=*/true, own_cgroup, /*linger=*/true);
+}
+
+Result<Sandbox::Plain> Sandbox::launchPlain(const RunRequest& request,
+                                            const std::vector<int>& inherit) const {
+  BYD_RETURN_IF_ERROR(verify());
+  if (options_.isolate) return internalError("a plain process in an isolating sandbox");
+  BYD_ASSIGN_OR_RETURN(Started started, spawn(request, inherit, /*stdin_pipe=*/true));
+  Plain p;
+  p.pid = started.pid;
+  p.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, started.pid, 0)));
+  if (!p.pidfd.valid()) {
+    const int err = errno;
+    kill(-started.pid, SIGKILL);
+    started.cgroup.killAll();
+    waitpid(started.pid, nullptr, 0);
+    return resourceExhausted("cannot watch the process (pidfd_open: " + std::string(strerror(err)) +
+                             ")");
+  }
+  p.stdin_w = std::move(started.stdin_w);
+  p.stdout_r = std::move(started.stdout_r);
+  p.stderr_r = std::move(started.stderr_r);
+  p.cgroup = std::move(started.cgroup);
+  return p;
 }
 
 Result<Sandbox::Launched> Sandbox::launchUnchecked(const RunRequest& request,

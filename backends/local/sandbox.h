@@ -39,7 +39,10 @@ struct SandboxLimits {
 };
 
 struct SandboxOptions {
-  bool isolate = true;  // false is --sandbox none: plain processes, rlimits only
+  bool isolate = true;  // false is --sandbox none or container: plain processes, rlimits only
+  // With isolate false: --sandbox container, where the container or pod this server runs in is
+  // the boundary (said in the layers and messages; the processes are the same).
+  bool container = false;
   std::string bwrap = "/usr/bin/bwrap";
   SandboxLimits limits;
   std::string user;  // --sandbox-user: who a root server's commands are ("": the default)
@@ -123,6 +126,21 @@ class Sandbox {
   // starve the others (joining costs milliseconds, which a spare kernel's start can afford).
   Result<Launched> launch(const RunRequest& request, const std::vector<int>& extra_fds,
                           bool own_cgroup) const;
+  // Not isolated (--sandbox none or container): a long-lived plain process (a Python kernel)
+  // in a session of its own, with the rlimits commands get and groups of its own; `inherit`
+  // stay open across exec under their numbers. SIGINT to `pid` reaches it alone; killing its
+  // process group and its groups ends what it started.
+  struct Plain {
+    pid_t pid = -1;
+    UniqueFd pidfd, stdin_w, stdout_r, stderr_r;
+    CgroupRun cgroup;
+  };
+  Result<Plain> launchPlain(const RunRequest& request, const std::vector<int>& inherit) const;
+  // What runs processes when nothing isolates them, for messages: "--sandbox none" or
+  // "--sandbox container".
+  std::string_view plainMode() const {
+    return options_.container ? "--sandbox container" : "--sandbox none";
+  }
   // SIGINT goes to the launched process alone, SIGUSR1 kills its process group (the
   // namespace lives on while other processes, a kernel's forks, remain), SIGTERM goes to every
   // process of its namespace, SIGKILL ends the namespace.

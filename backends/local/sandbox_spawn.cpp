@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -38,6 +39,15 @@ struct ChildSetup {
 };
 
 [[noreturn]] void childMain(const ChildSetup& s) {
+  // A fresh start for signals: the forking thread's mask (a server thread blocks SIGPIPE, an
+  // HTTP worker more) and what the server ignores would otherwise pass through exec, and a
+  // kernel would never see the SIGINT that interrupts its cell.
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int fd : *s.cgroup_fds) {
     [[maybe_unused]] ssize_t n = write(fd, "0", 1);  // "0": the writing process joins
   }

@@ -46,11 +46,11 @@ TEST_F(ToolOfferTest, ASandboxedLocalBackendOffersEveryTool) {
   EXPECT_TRUE(has(names, "read_file"));
 }
 
-TEST_F(ToolOfferTest, WithoutIsolationCommandsRunButPythonIsNotOffered) {
+TEST_F(ToolOfferTest, WithoutIsolationCommandsAndPythonRunAsPlainProcesses) {
   auto backend = local(/*isolate=*/false);
   const auto names = offered(*backend);
   EXPECT_TRUE(has(names, "execute"));
-  EXPECT_FALSE(has(names, "run_python"));
+  EXPECT_TRUE(has(names, "run_python"));
 }
 
 TEST_F(ToolOfferTest, WithoutASandboxNeitherCommandsNorPythonAreOffered) {

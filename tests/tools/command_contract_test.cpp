@@ -1,11 +1,13 @@
 // The contract of execute and run_python, run against every backend that executes: Local with
-// its sandbox, the same reached as --backend remote reaches a backyard-mcp service (over HTTP,
-// through the remote client), and Docker under runc and under runsc (gVisor) against a real
-// engine. The Docker
-// cases need BYD_DOCKER_TESTS=1 (the test command sets the engine and the image up, then sets
-// it) and skip otherwise; BYD_DOCKER_IMAGE names the image.
+// its sandbox, Local with plain processes (--sandbox none or container: what backyard-mcp runs
+// as inside a container or pod that is already the boundary), the same reached as --backend remote
+// reaches a backyard-mcp service (over HTTP, through the remote client), and Docker under runc and
+// under runsc (gVisor) against a real engine. The Docker cases need BYD_DOCKER_TESTS=1 (the test
+// command sets the engine and the image up, then sets it) and skip otherwise; BYD_DOCKER_IMAGE
+// names the image.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,10 +30,11 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-enum class Where { kLocal, kRemote, kDockerRunc, kDockerRunsc };
+enum class Where { kLocal, kLocalPlain, kRemote, kDockerRunc, kDockerRunsc };
 
 std::string whereName(const ::testing::TestParamInfo<Where>& info) {
   return info.param == Where::kLocal        ? "Local"
+         : info.param == Where::kLocalPlain ? "LocalPlain"
          : info.param == Where::kRemote     ? "Remote"
          : info.param == Where::kDockerRunc ? "DockerRunc"
                                             : "DockerRunsc";
@@ -44,10 +47,13 @@ double secondsSince(Clock::time_point start) {
 class CommandContractTest : public ::testing::TestWithParam<Where> {
  protected:
   void SetUp() override {
-    if (GetParam() == Where::kLocal || GetParam() == Where::kRemote) {
+    if (onHost()) {
       auto local = LocalBackend::open(tmp_.str(), {});
       ASSERT_TRUE(local.ok()) << local.status().toString();
-      auto sandbox = Sandbox::create((*local)->writableDirs(), SandboxOptions{});
+      SandboxOptions options;
+      options.isolate = GetParam() != Where::kLocalPlain;
+      options.container = !options.isolate;
+      auto sandbox = Sandbox::create((*local)->writableDirs(), options);
       ASSERT_TRUE(sandbox.ok()) << sandbox.status().toString();
       (*local)->setSandbox(std::move(*sandbox), "", PythonOptions{});
       backend_ = std::move(*local);
@@ -69,6 +75,10 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
     backend_ = std::move(*docker);
   }
 
+  bool onHost() const {
+    return GetParam() == Where::kLocal || GetParam() == Where::kLocalPlain ||
+           GetParam() == Where::kRemote;
+  }
   json call(const std::string& name, const json& args, ToolContext* context = nullptr) {
     const Tool* tool = findTool(name);
     EXPECT_NE(tool, nullptr) << name;
@@ -100,7 +110,7 @@ class CommandContractTest : public ::testing::TestWithParam<Where> {
   // container for Docker.
   int leftovers(const std::string& regex) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (GetParam() == Where::kLocal || GetParam() == Where::kRemote) {
+    if (onHost()) {
       return system(("pgrep -f '" + regex + "' >/dev/null").c_str()) == 0 ? 1 : 0;
     }
     CancelToken own;  // the test's may be cancelled
@@ -287,6 +297,54 @@ TEST_P(CommandContractTest, PythonStatePersistsAndTheTrailingExpressionIsTheResu
   EXPECT_NE(b["content"][0]["text"].get<std::string>().find("=> 42"), std::string::npos);
 }
 
+TEST_P(CommandContractTest, WhatRunsStartsWithNoSignalBlockedOrIgnored) {
+  if (!onHost()) GTEST_SKIP() << "a container's processes start from the engine";
+  // As an HTTP server's threads are: SIGINT and SIGTERM blocked (its stop signals go to one
+  // waiting thread), SIGPIPE ignored. None of it may reach a command or a kernel.
+  sigset_t stop, old;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &stop, &old), 0);
+  struct sigaction ignore = {}, old_pipe = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  json s = sc({{"command", "grep -E '^Sig(Blk|Ign)' /proc/self/status"}});
+  EXPECT_EQ(s["stdout"], "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n") << s.dump();
+  // A kernel started now takes the SIGINT of a timeout: its cell is interrupted, its state kept.
+  py({{"session", "masked"}, {"code", "kept = 5"}});
+  json r = py({{"session", "masked"}, {"code", "import time\ntime.sleep(30)"}, {"timeout_s", 1}});
+  EXPECT_EQ(r["timed_out"], true) << r.dump();
+  EXPECT_EQ(r["state_lost"], false) << r.dump();
+  EXPECT_EQ(r["error"]["type"], "KeyboardInterrupt") << r.dump();
+  EXPECT_EQ(py({{"session", "masked"}, {"code", "kept"}})["result"], "5");
+  sigaction(SIGPIPE, &old_pipe, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+TEST_P(CommandContractTest, PlainKernelsKeepNamedSessionsAndRefuseWhatNeedsTheSandbox) {
+  if (GetParam() != Where::kLocalPlain) {
+    GTEST_SKIP() << "isolated runs and forks in a sandbox: tests/integration/isolated_test.py, "
+                    "fork_test.py";
+  }
+  // The kernel is a plain process of the server's: it sees the server's pid namespace.
+  json a = py({{"code", "import os\nos.getppid() == " + std::to_string(getpid())}});
+  EXPECT_EQ(a["result"], "True") << a.dump();
+  json r = call("run_python", {{"code", "1"}, {"isolated", true}});
+  ASSERT_TRUE(r.value("isError", false)) << r.dump();
+  EXPECT_NE(r["content"][0]["text"].get<std::string>().find(
+                "an isolated run needs the sandbox (--sandbox bwrap); under --sandbox container"),
+            std::string::npos)
+      << r.dump();
+  r = call("run_python", {{"code", "1"}, {"session", "copy"}, {"fork_from", "default"}});
+  ASSERT_TRUE(r.value("isError", false)) << r.dump();
+  EXPECT_NE(r["content"][0]["text"].get<std::string>().find("forking a session needs the sandbox"),
+            std::string::npos)
+      << r.dump();
+  // The session itself is untouched by the refusals.
+  EXPECT_EQ(py({{"code", "a = 41\na + 1"}})["result"], "42");
+}
+
 TEST_P(CommandContractTest, PythonExceptionIsAnErrorWithTraceback) {
   json r = call("run_python", {{"code", "def f():\n    return 1 / 0\n\nf()"}});
   EXPECT_EQ(r["isError"], true);
@@ -338,8 +396,8 @@ TEST_P(CommandContractTest, PythonFilesMeetTheFileTools) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CommandContractTest,
-                         ::testing::Values(Where::kLocal, Where::kRemote, Where::kDockerRunc,
-                                           Where::kDockerRunsc),
+                         ::testing::Values(Where::kLocal, Where::kLocalPlain, Where::kRemote,
+                                           Where::kDockerRunc, Where::kDockerRunsc),
                          whereName);
 
 }  // namespace
