@@ -47,7 +47,14 @@ Status remoteError(const json& error) {
   return std::move(s).withDetail(kRemoteErrorDetail, error.dump());
 }
 
+// A 401 or 403: the token, or the name the service was reached by (its DNS-rebinding guard
+// takes only the names it was given, on the port it listens on).
 Status refusedToken(const std::string& where, const std::string& error) {
+  if (error.find("Host not allowed") != std::string::npos) {
+    return permissionDenied(where + " refused the host name it was reached by (" + error +
+                            "): start it with --allow-host naming the host of --remote-url, "
+                            "whose port must be the one it listens on");
+  }
   return permissionDenied(where + " refused this server's token (" + error + "): see --token-file");
 }
 
