@@ -209,7 +209,7 @@ class PlainKernel : public KernelProcess {
   int stdoutFd() const override { return p_.stdout_r.get(); }
   int stderrFd() const override { return p_.stderr_r.get(); }
   void interrupt() override {
-    if (p_.pid > 0) syscall(SYS_pidfd_send_signal, p_.pidfd.get(), SIGINT, nullptr, 0);
+    if (p_.pid > 0) ::kill(p_.pid, SIGINT);
   }
   void kill() override {
     if (p_.pid <= 0) return;
@@ -218,7 +218,7 @@ class PlainKernel : public KernelProcess {
     waitpid(p_.pid, nullptr, 0);
     p_.cgroup.reset();
     p_.pid = -1;
-    for (UniqueFd* fd : {&p_.pidfd, &p_.stdin_w, &p_.stdout_r, &p_.stderr_r}) fd->reset();
+    for (UniqueFd* fd : {&p_.stdin_w, &p_.stdout_r, &p_.stderr_r}) fd->reset();
   }
 
  private:

@@ -462,15 +462,6 @@ Result<Sandbox::Plain> Sandbox::launchPlain(const RunRequest& request,
   BYD_ASSIGN_OR_RETURN(Started started, spawn(request, inherit, /*stdin_pipe=*/true));
   Plain p;
   p.pid = started.pid;
-  p.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, started.pid, 0)));
-  if (!p.pidfd.valid()) {
-    const int err = errno;
-    kill(-started.pid, SIGKILL);
-    started.cgroup.killAll();
-    waitpid(started.pid, nullptr, 0);
-    return resourceExhausted("cannot watch the process (pidfd_open: " + std::string(strerror(err)) +
-                             ")");
-  }
   p.stdin_w = std::move(started.stdin_w);
   p.stdout_r = std::move(started.stdout_r);
   p.stderr_r = std::move(started.stderr_r);

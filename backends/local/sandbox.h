@@ -128,11 +128,12 @@ class Sandbox {
                           bool own_cgroup) const;
   // Not isolated (--sandbox none or container): a long-lived plain process (a Python kernel)
   // in a session of its own, with the rlimits commands get and groups of its own; `inherit`
-  // stay open across exec under their numbers. SIGINT to `pid` reaches it alone; killing its
-  // process group and its groups ends what it started.
+  // stay open across exec under their numbers. SIGINT to `pid` reaches it alone (the caller's
+  // child: its pid stays its own until the caller reaps it); killing its process group and its
+  // groups ends what it started.
   struct Plain {
     pid_t pid = -1;
-    UniqueFd pidfd, stdin_w, stdout_r, stderr_r;
+    UniqueFd stdin_w, stdout_r, stderr_r;
     CgroupRun cgroup;
   };
   Result<Plain> launchPlain(const RunRequest& request, const std::vector<int>& inherit) const;
