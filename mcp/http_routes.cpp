@@ -12,10 +12,7 @@ void HttpServer::Impl::post(const std::shared_ptr<Session>& session, const json&
   Session::Busy busy(*session);
   std::shared_ptr<Exchange> exchange;
   if (request) exchange = session->transport.expect(message["id"].dump());
-  if (message.value("method", "") == "notifications/cancelled" && message.contains("params") &&
-      message["params"].is_object() && message["params"].contains("requestId")) {
-    session->transport.abandon(message["params"]["requestId"].dump());
-  }
+  // A cancelled request's POST ends once its work has stopped (Transport::unanswered).
   {
     std::lock_guard lock(session->frame_mu);
     session->server->onMessage(message);

@@ -214,6 +214,7 @@ class SessionTransport : public Transport {
     batch_ = std::make_shared<Exchange>("b");
     return batch_;
   }
+  void unanswered(const std::string& id) override { abandon(id); }
   // The request will not be answered (it was cancelled): its POST ends empty.
   void abandon(const std::string& id) {
     std::shared_ptr<Exchange> exchange;

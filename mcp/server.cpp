@@ -384,7 +384,9 @@ void Server::serve(Message m, const Sink& sink, Caller caller, const Method& met
       std::lock_guard lock(mu_);
       in_flight_.erase(idKey(m.id));
     }
-    // A cancelled request gets no answer at all (MCP cancellation).
+    // A cancelled request gets no answer at all (MCP cancellation); its stream ends now that
+    // its work has stopped.
+    if (token.cancelled() && !sink) transport_.unanswered(idKey(m.id));
     deliver(sink, token.cancelled() ? std::nullopt : std::optional<json>(std::move(response)));
     std::lock_guard lock(mu_);
     if (--active_ == 0) idle_.notify_all();

@@ -35,6 +35,10 @@ class Transport {
   // stream resumable: the client reconnects with Last-Event-ID and receives the rest. False
   // where streams are not resumable (stdio, older revisions); then nothing happens.
   virtual bool closeStream(const std::string& /*id*/) { return false; }
+  // Request `id` (serialized) was cancelled and its work has stopped: no answer will come. A
+  // transport that holds a stream open for the answer ends it now, so the stream's end tells
+  // the client the work is over.
+  virtual void unanswered(const std::string& /*id*/) {}
 };
 
 }  // namespace byd::mcp
