@@ -488,7 +488,8 @@ std::vector<Setting> makeTable() {
        T::kList,
        "NAME",
        "HTTP: a further host name accepted in Host and Origin beside the loopback ones "
-       "(repeatable)",
+       "(repeatable); one that begins with a dot (.svc.cluster.local) accepts every name "
+       "beneath it",
        {},
        0,
        0,

@@ -73,13 +73,21 @@ void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response&
 }
 
 // A name without a port stands for its scheme's default port (`default_port`; 0 where the
-// scheme has none), which must be the one this server listens on.
+// scheme has none), which must be the one this server listens on. An allowed name that begins
+// with a dot (".svc.cluster.local") stands for every name beneath it, not for itself: an agent
+// reached by its sandbox's own name, which no one knows before the sandbox exists.
 bool HttpServer::Impl::hostAllowed(const std::string& host, const std::string& port_text,
                                    int default_port) const {
   if (port_text.empty() ? default_port != port : port_text != std::to_string(port)) return false;
   if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") return true;
   for (const std::string& allowed : options.allowed_hosts) {
-    if (lower(allowed) == host) return true;
+    const std::string name = lower(allowed);
+    if (name.empty()) continue;
+    if (name.front() != '.') {
+      if (name == host) return true;
+    } else if (name.size() > 1 && host.size() > name.size() && host.ends_with(name)) {
+      return true;
+    }
   }
   return false;
 }

@@ -390,6 +390,34 @@ class HttpTransport(unittest.TestCase):
         self.assertEqual(status, 200, body)
         self.assertEqual(s.request("GET", "/healthz")[0], 200)  # still serving
 
+    def test_allowed_host_names_and_the_names_beneath_a_dotted_one(self):
+        s = Server(self.tmp.name, "--allow-host", ".svc.cluster.local",
+                   "--allow-host", "Front.Example")
+        try:
+            p = s.port
+            cases = [
+                (f"byd-x7k2q.agents.svc.cluster.local:{p}", 200),
+                (f"BYD-X7K2Q.Agents.SVC.cluster.local:{p}", 200),
+                (f"front.example:{p}", 200),
+                (f"svc.cluster.local:{p}", 403),  # the dotted name stands for what is beneath
+                (f".svc.cluster.local:{p}", 403),
+                (f"evilsvc.cluster.local:{p}", 403),  # no dot before the suffix
+                (f"a.svc.cluster.local.evil.example:{p}", 403),
+                (f"a.front.example:{p}", 403),  # an exact name has nothing beneath it
+                ("byd-x7k2q.agents.svc.cluster.local:1", 403),  # the port is still checked
+            ]
+            for host, want in cases:
+                status, _, body = s.request("POST", body=INIT, headers={"Host": host})
+                self.assertEqual(status, want, f"{host}: {body[:200]!r}")
+            status, _, _ = s.request("POST", body=INIT,
+                                     headers={"Origin": f"http://a.b.svc.cluster.local:{p}"})
+            self.assertEqual(status, 200)
+            status, _, _ = s.request("POST", body=INIT,
+                                     headers={"Origin": f"http://a.b.svc.cluster.locall:{p}"})
+            self.assertEqual(status, 403)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
 
 def python_kernels(pid):
     """The Python processes that descend from `pid` (its sessions' kernels and spares)."""
