@@ -71,7 +71,9 @@ def strict(schema):
 def crd_schemas():
     """{(group/version, kind): strict openAPIV3Schema} of the served versions."""
     out = {}
-    for name in os.listdir(CRDS):
+    for name in sorted(os.listdir(CRDS)):
+        if not name.endswith(".yaml"):
+            continue
         with open(os.path.join(CRDS, name)) as f:
             crd = yaml.safe_load(f)
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
