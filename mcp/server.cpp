@@ -394,13 +394,19 @@ void Server::serve(Message m, const Sink& sink, Caller caller, const Method& met
 }
 
 void Server::cancelRequest(const json& request_id) {
-  std::lock_guard lock(mu_);
-  if (auto it = in_flight_.find(idKey(request_id)); it != in_flight_.end()) {
-    it->second.cancel();
-    spdlog::info("cancelled request {}", it->first);
+  bool listened = false;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = in_flight_.find(idKey(request_id)); it != in_flight_.end()) {
+      it->second.cancel();
+      spdlog::info("cancelled request {}", it->first);
+    }
+    listened = listeners_.erase(idKey(request_id)) != 0;
   }
-  if (listeners_.erase(idKey(request_id)) != 0) {
+  if (listened) {
+    // A subscription has no work to stop: the stream it holds ends now, with no answer.
     spdlog::info("ended subscription {}", idKey(request_id));
+    transport_.unanswered(idKey(request_id));
   }
 }
 

@@ -10,7 +10,8 @@
   a non-root user, limits, a NetworkPolicy that lets the front alone in and nothing out, and a
   Role that grants exactly what the client's requests need.
 - The agent's settings (the image's environment and the template's) are read by the binary
-  itself (--print-config), as it would read them in the pod.
+  itself (--print-config), as it would read them in the pod, in a root without the files that
+  show a container.
 
 Usage: kubernetes_manifests_test.py BINARY
 """
@@ -279,25 +280,41 @@ def image_env():
     return env
 
 
+def print_config(env, workspace):
+    """--print-config of the binary with `env` alone, in a root that holds none of the files
+    that show a container (/.dockerenv, /run/.containerenv), as a pod's root may not: what the
+    binary then sees of a container is the environment's. Under bwrap (Debian's bubblewrap)."""
+    binary = os.path.realpath(BINARY)
+    argv = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+            "--ro-bind", "/etc", "/etc", "--ro-bind", os.path.dirname(binary),
+            os.path.dirname(binary), "--bind", workspace, workspace, "--proc", "/proc",
+            "--dev", "/dev", "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    return subprocess.run(argv + [binary, "--print-config"], capture_output=True, text=True,
+                          timeout=60)
+
+
 class TheAgentReadsItsSettings(unittest.TestCase):
     def test_the_pods_environment_makes_the_agent_it_describes(self):
         pod = documents("agent-template.yaml")[0]["spec"]["podTemplate"]["spec"]
         container = pod["containers"][0]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **image_env()}
+        env = {"PATH": "/usr/bin:/bin", **image_env()}
         env.update({e["name"]: e["value"] for e in container["env"]})
+        token_dir = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "token")
+        self.assertEqual(os.path.dirname(env["BACKYARD_TOKEN_FILE"]), token_dir)
         with tempfile.TemporaryDirectory() as tmp:
             env["BACKYARD_ROOT"] = tmp  # the pod's /workspace
-            token_dir = next(m["mountPath"] for m in container["volumeMounts"]
-                             if m["name"] == "token")
-            self.assertEqual(os.path.dirname(env["BACKYARD_TOKEN_FILE"]), token_dir)
-            token = os.path.join(tmp, "token")
-            with open(token, "w") as f:
+            env["BACKYARD_TOKEN_FILE"] = os.path.join(tmp, "token")  # the Secret's file
+            with open(env["BACKYARD_TOKEN_FILE"], "w") as f:
                 f.write("s3cret\n")
-            env["BACKYARD_TOKEN_FILE"] = token
-            r = subprocess.run([BINARY, "--print-config"], env=env, capture_output=True,
-                               text=True, timeout=60)
+            r = print_config(env, tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
             got = json.loads(r.stdout)
+            # Without the pod's evidence of a container, the same settings are refused.
+            del env["container"]
+            refused = print_config(env, tmp)
         self.assertEqual(got["transport"]["value"], "http")
         self.assertEqual(got["sandbox"]["value"], "container")
         self.assertEqual(got["allow_host"]["value"], [".svc.cluster.local"])
@@ -308,15 +325,9 @@ class TheAgentReadsItsSettings(unittest.TestCase):
             self.assertEqual(get["path"], "/healthz")
             host = {h["name"]: h["value"] for h in get["httpHeaders"]}["Host"]
             self.assertEqual(host, "127.0.0.1:" + listen.rsplit(":", 1)[1])
-        # Without the pod's evidence of a container, the same settings are refused.
-        del env["container"]
-        env["BACKYARD_TOKEN_FILE"] = "/nonexistent"
-        env["BACKYARD_ROOT"] = "/"
-        r = subprocess.run([BINARY, "--print-config"], env=env, capture_output=True, text=True,
-                           timeout=60)
-        if not os.path.exists("/.dockerenv") and "KUBERNETES_SERVICE_HOST" not in env:
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("--sandbox container", r.stderr)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--sandbox container: this server does not run in a container",
+                      refused.stderr)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,17 @@ class FakeTransport : public mcp::Transport {
     cv_.notify_all();
   }
 
+  void unanswered(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    unanswered_.push_back(id);
+  }
+
+  // The requests (their ids serialized) reported as cancelled with no answer to come, in order.
+  std::vector<std::string> unansweredIds() {
+    std::lock_guard lock(mu_);
+    return unanswered_;
+  }
+
   // All messages sent so far.
   std::vector<nlohmann::json> sent() {
     std::lock_guard lock(mu_);
@@ -71,6 +82,7 @@ class FakeTransport : public mcp::Transport {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<nlohmann::json> sent_;
+  std::vector<std::string> unanswered_;
 };
 
 }  // namespace byd::testing

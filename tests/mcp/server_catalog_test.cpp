@@ -496,6 +496,8 @@ TEST_F(StatelessServerTest, ListenersGetWhatTheyAskedFor) {
   // Cancelling the listen request ends the subscription.
   server_->onFrame(
       R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}})");
+  // Its stream has no work to wait for: the transport hears at once that no answer comes.
+  EXPECT_EQ(transport_.unansweredIds(), std::vector<std::string>{"\"L\""});
   call(2, "tools/call", {{"name", "change"}, {"_meta", meta()}});
   EXPECT_EQ(sentWithMethod("notifications/tools/list_changed").size(), 1u);
 }

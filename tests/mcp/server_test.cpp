@@ -279,8 +279,11 @@ TEST_F(ServerTest, CancelledRequestGetsNoResponse) {
   backend_.waitUntilBlocked(1);
   server_->onFrame(
       R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}})");
+  // The transport hears that no answer comes only once the call has stopped.
+  EXPECT_TRUE(transport_.unansweredIds().empty());
   backend_.open();
   server_->drain();
+  EXPECT_EQ(transport_.unansweredIds(), std::vector<std::string>{"41"});
   EXPECT_EQ(call(42, "ping")["result"], json::object());
   for (const json& m : transport_.sent()) EXPECT_NE(m.value("id", json()), 41) << m.dump();
 }
