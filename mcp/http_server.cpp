@@ -76,9 +76,13 @@ void HttpServer::Impl::onMetrics(const httplib::Request& req, httplib::Response&
 // scheme has none), which must be the one this server listens on. An allowed name that begins
 // with a dot (".svc.cluster.local") stands for every name beneath it, not for itself: an agent
 // reached by its sandbox's own name, which no one knows before the sandbox exists.
-bool HttpServer::Impl::hostAllowed(const std::string& host, const std::string& port_text,
+bool HttpServer::Impl::hostAllowed(const std::string& given, const std::string& port_text,
                                    int default_port) const {
   if (port_text.empty() ? default_port != port : port_text != std::to_string(port)) return false;
+  // A fully qualified name may end in the root's dot ("a.svc.cluster.local."): the same name.
+  // One dot only, and not a name of nothing but dots.
+  const bool rooted = given.size() > 1 && given.back() == '.' && given[given.size() - 2] != '.';
+  const std::string host = rooted ? given.substr(0, given.size() - 1) : given;
   if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") return true;
   for (const std::string& allowed : options.allowed_hosts) {
     const std::string name = lower(allowed);

@@ -405,6 +405,12 @@ class HttpTransport(unittest.TestCase):
                 (f"a.svc.cluster.local.evil.example:{p}", 403),
                 (f"a.front.example:{p}", 403),  # an exact name has nothing beneath it
                 ("byd-x7k2q.agents.svc.cluster.local:1", 403),  # the port is still checked
+                (f"byd-x7k2q.agents.svc.cluster.local.:{p}", 200),  # the root's dot
+                (f"front.example.:{p}", 200),
+                (f"localhost.:{p}", 200),
+                (f"front.example..:{p}", 403),  # one dot only
+                (f"svc.cluster.local.:{p}", 403),  # still not beneath
+                (f"evil.example.:{p}", 403),
             ]
             for host, want in cases:
                 status, _, body = s.request("POST", body=INIT, headers={"Host": host})
