@@ -2,6 +2,10 @@
 """Resource attacks from execute and run_python against the real binary. While each runs, the
 server must answer ping within 100 ms; afterwards nothing the attack started may be left.
 
+A ping's time leaves out what the hypervisor took from this machine meanwhile: a VM whose every
+vCPU is busy (the attack and the pinging do that) can lose its vCPUs for a whole quota period
+(100 ms here), which the guest counts as steal time; that is not the server's doing.
+
 usage: sandbox_attacks_test.py BINARY [unittest args]"""
 
 import json
@@ -39,6 +43,22 @@ def descendants(pid):
     return count
 
 
+def steal_ticks():
+    """Each CPU's steal time so far, in clock ticks (/proc/stat)."""
+    with open("/proc/stat") as f:
+        return [int(line.split()[8]) for line in f if line.startswith("cpu") and line[3] != " "]
+
+
+def ping_seconds(client):
+    """How long `client`'s ping took, less the most any one CPU lost to steal meanwhile."""
+    before = steal_ticks()
+    sent = time.monotonic()
+    assert client.ping(), "no answer to ping"
+    elapsed = time.monotonic() - sent
+    stolen = max(b - a for a, b in zip(before, steal_ticks())) / os.sysconf("SC_CLK_TCK")
+    return max(elapsed - stolen, 0.0)
+
+
 def leftovers(marker):
     """Host processes whose command line contains `marker`."""
     out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
@@ -59,7 +79,7 @@ class SandboxAttacks(unittest.TestCase):
         assert code == 0, f"server exit code {code}"
 
     def attack(self, tool, arguments, budget_s):
-        """Calls `tool`, pinging every 50 ms until it answers. Returns (result, seconds); the
+        """Calls `tool`, pinging without pause until it answers. Returns (result, seconds); the
         most processes the server had below it meanwhile is left in self.peak."""
         c = self.client
         rid = c.next_id
@@ -76,9 +96,7 @@ class SandboxAttacks(unittest.TestCase):
                 response = done[0]
                 break
             self.assertLess(time.monotonic() - start, budget_s, f"{tool} {arguments} still running")
-            sent = time.monotonic()
-            self.assertTrue(c.ping(), "no answer to ping")
-            worst = max(worst, time.monotonic() - sent)
+            worst = max(worst, ping_seconds(c))
             self.peak = max(self.peak, descendants(c.proc.pid))
         elapsed = time.monotonic() - start
         self.assertLess(worst, PING_LIMIT_S, f"ping took {worst * 1000:.0f} ms during {arguments}")
