@@ -69,17 +69,64 @@ static Result<std::string> readToken(const std::string& path, const std::string&
 }
 
 // --backend remote: where the tools run, and what this server leaves to the remote.
-static Status checkRemote(const Config& c) {
-  if (c.remote_url.empty()) {
-    return invalidArgument("--backend remote needs --remote-url, the remote service's endpoint");
+// --placement: each HTTP session's agent in a sandbox of its own; the agents' token read.
+static Status checkPlacement(Config& c) {
+  if (c.backend != "remote") {
+    return invalidArgument("--placement " + c.placement +
+                           " needs --backend remote: each session's tools run on its agent");
   }
-  if (!c.remote_url.starts_with("http://") && !c.remote_url.starts_with("https://")) {
+  if (c.transport != "http") {
+    return invalidArgument("--placement " + c.placement +
+                           " places the sessions of an HTTP front: it needs --transport http");
+  }
+  if (!c.remote_url.empty()) {
+    return invalidArgument("--remote-url names one service for every session; --placement " +
+                           c.placement + " places an agent for each: give one of them");
+  }
+  if (c.agent_token_file.empty()) {
+    return invalidArgument("--placement " + c.placement +
+                           " needs --agent-token-file, the token its agents take");
+  }
+  BYD_ASSIGN_OR_RETURN(c.agent_token, readToken(c.agent_token_file, "--agent-token-file"));
+  if (!c.kubernetes_api.empty() && !c.kubernetes_api.starts_with("http://") &&
+      !c.kubernetes_api.starts_with("https://")) {
+    return invalidArgument("--kubernetes-api '" + c.kubernetes_api +
+                           "' is not an https:// URL (https://HOST:PORT)");
+  }
+  if (c.kubernetes_api.empty()) {
+    for (const std::string* file : {&c.kubernetes_token_file, &c.kubernetes_ca_file}) {
+      if (!file->empty()) {
+        return invalidArgument(std::string(file == &c.kubernetes_ca_file
+                                               ? "--kubernetes-ca-file"
+                                               : "--kubernetes-token-file") +
+                               " needs --kubernetes-api: in a pod, the service account's is used");
+      }
+    }
+  }
+  // A session's sandbox holds its workspace (--workspace-root and --runtimes are refused for
+  // every remote backend, by their own checks).
+  if (c.persist_containers) {
+    return invalidArgument("--persist-containers does not apply to --placement " + c.placement +
+                           ": each session's workspace is in its sandbox, made from the warm "
+                           "pool's template");
+  }
+  return okStatus();
+}
+
+static Status checkRemote(Config& c) {
+  if (c.placement != "none") {
+    BYD_RETURN_IF_ERROR(checkPlacement(c));
+  } else if (c.remote_url.empty()) {
+    return invalidArgument(
+        "--backend remote needs --remote-url, the remote service's endpoint (or, over HTTP, "
+        "--placement)");
+  } else if (!c.remote_url.starts_with("http://") && !c.remote_url.starts_with("https://")) {
     return invalidArgument("--remote-url '" + c.remote_url +
                            "' is not an http:// or https:// URL (http://HOST:PORT/mcp)");
-  }
-  if (c.transport != "stdio") {
+  } else if (c.transport != "stdio") {
     return invalidArgument(
-        "--backend remote serves one client over stdio: it needs --transport stdio");
+        "--backend remote with --remote-url serves one client over stdio: it needs --transport "
+        "stdio (an HTTP front places an agent for each session: --placement)");
   }
   // The remote judges every call by its own rules, where the files and commands are.
   for (const char* key : {"ruleset", "ask_fallback", "allow", "sandbox", "session_pool"}) {
@@ -347,6 +394,18 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (c.backend == "remote") BYD_RETURN_IF_ERROR(checkRemote(c));
   if (c.backend != "remote" && !c.remote_url.empty()) {
     return invalidArgument("--remote-url needs --backend remote");
+  }
+  if (c.backend != "remote" && c.placement != "none") BYD_RETURN_IF_ERROR(checkPlacement(c));
+  if (c.placement == "none") {
+    const Config defaults;
+    for (const char* key :
+         {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file", "kubernetes_namespace",
+          "kubernetes_warm_pool", "agent_port", "agent_token_file"}) {
+      const Setting* s = findSetting(key);
+      if (s->get(c) != s->get(defaults)) {
+        return invalidArgument(std::string(s->flag) + " needs --placement");
+      }
+    }
   }
   if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {
     return invalidArgument("--state-file and --state-sync need --backend state");

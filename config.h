@@ -76,7 +76,18 @@ struct Config {
   // HTTP transport.
   std::string transport = "stdio";  // or "http"
   std::string listen = "127.0.0.1:8765";
-  std::string remote_url;                  // --backend remote: the remote's MCP endpoint
+  std::string remote_url;  // --backend remote: the remote's MCP endpoint
+  // --backend remote over HTTP: each session's agent is placed by an engine ("kubernetes"),
+  // not found at --remote-url ("none").
+  std::string placement = "none";
+  std::string kubernetes_api;         // the API server ("": the pod's own)
+  std::string kubernetes_token_file;  // with kubernetes_api: its bearer token ("": none)
+  std::string kubernetes_ca_file;     // with kubernetes_api: its CA ("": the system's)
+  std::string kubernetes_namespace;   // where claims are made ("": the pod's own)
+  std::string kubernetes_warm_pool = "backyard-agents";
+  int agent_port = 8080;                   // where a placed agent listens in its sandbox
+  std::string agent_token_file;            // the token placed agents take
+  std::string agent_token;                 // read from agent_token_file
   std::string token_file;                  // the bearer token (else BACKYARD_TOKEN)
   std::string token;                       // read from token_file or the environment
   std::string tokens_file;                 // the tenants, each known by its token

@@ -160,7 +160,8 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   http.max_connections_per_address = config.max_connections_per_address;
   http.version = BYD_VERSION;
   // Stateless clients would share one workspace: not when each session must have its own.
-  http.stateless = config.workspace_root.empty() && config.tenants.empty();
+  http.stateless =
+      config.workspace_root.empty() && config.tenants.empty() && config.placement == "none";
   byd::mcp::HttpServer server(http, factory, config.limits, options, &guard);
   if (byd::Status s = server.bind(); !s.ok()) {
     fprintf(stderr, "backyard-mcp: %s\n", s.message().c_str());

@@ -188,6 +188,14 @@ class RemoteWorkspace final : public Backend {
   const std::string url_;
 };
 
+// What a session placed in a sandbox of its own is told; `which` names the sandbox.
+std::string placedInstructions(const std::string& which) {
+  return "This server gives you a console on a sandbox of your own" + which +
+         ", made for this session and removed when it ends: your tool calls run there, under its "
+         "permission rules. Paths are relative to its workspace root. Use ls, glob and grep to "
+         "explore, and read a file before you edit it.";
+}
+
 // `warm`: the stack can be warmed up (SessionStack::warmUp: stdio, and the first HTTP
 // session); otherwise the sandbox is checked and its helper and kernels started when first
 // needed (further HTTP sessions: an idle one then costs no processes).
@@ -202,6 +210,15 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     return out;
   }
   if (c.backend == "docker") return openDocker(c, warm, guard);
+  if (c.backend == "remote" && c.placement != "none") {
+    // The front's own stack: each session's is placed (SessionFactory::placed).
+    out.backend = std::make_unique<RemoteWorkspace>("a sandbox of its own");
+    out.description =
+        "a sandbox of its own for each session, which Kubernetes makes from "
+        "agent-sandbox's warm pool " +
+        c.kubernetes_warm_pool;
+    return out;
+  }
   if (c.backend == "remote") {
     mcp::RemoteOptions remote;
     remote.url = c.remote_url;
@@ -342,7 +359,7 @@ SessionFactory::SessionFactory(const Config& config, const permissions::Guard& g
 Result<SessionStack> SessionFactory::open(const Config& config, bool warm,
                                           const permissions::Guard& guard) const {
   BYD_ASSIGN_OR_RETURN(SessionStack stack, openStack(config, warm, guard));
-  if (stack.remote) {
+  if (stack.remote || config.placement != "none") {
     stack.tools = "those the remote service offers";
     stack.instructions =
         "This server gives you a console on " + stack.description +
@@ -357,8 +374,30 @@ Result<SessionStack> SessionFactory::open(const Config& config, bool warm,
 }
 
 Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
+  if (config_.placement == "kubernetes") {
+    placement::KubernetesOptions options;
+    if (config_.kubernetes_api.empty()) {
+      BYD_ASSIGN_OR_RETURN(options, placement::inClusterOptions());
+    } else {
+      options.api_server = config_.kubernetes_api;
+      options.token_file = config_.kubernetes_token_file;
+      options.ca_file = config_.kubernetes_ca_file;
+    }
+    if (!config_.kubernetes_namespace.empty()) options.namespace_ = config_.kubernetes_namespace;
+    if (options.namespace_.empty()) {
+      return invalidArgument(
+          "--placement kubernetes with --kubernetes-api needs --kubernetes-namespace");
+    }
+    options.warm_pool = config_.kubernetes_warm_pool;
+    options.agent_port = config_.agent_port;
+    kubernetes_ = std::make_shared<placement::KubernetesPlacement>(std::move(options));
+  }
   BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true, guard_));
   auto stack = std::make_shared<SessionStack>(std::move(first));
+  if (kubernetes_) {
+    stack->instructions = placedInstructions("");
+    return stack;  // not a session's: each is placed when it begins
+  }
   std::lock_guard lock(mu_);
   if (config_.workspace_root.empty()) spare_ = stack;  // else sessions get directories of their own
   return stack;
@@ -411,9 +450,38 @@ Result<const permissions::Guard*> SessionFactory::guardFor(const permissions::Gu
   return slot.get();
 }
 
+Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& request) {
+  // The claim's label: a name of the front's own, which no client chooses.
+  const std::string id = "s" + randomHex(12);
+  const CancelToken never;
+  BYD_ASSIGN_OR_RETURN(placement::Placed where, kubernetes_->place(request.tenant, id, never));
+  spdlog::info("session {} of tenant {}: SandboxClaim {}, Sandbox {}, agent {}", id, request.tenant,
+               where.claim, where.sandbox, where.url);
+  auto stack = std::make_shared<SessionStack>();
+  stack->sandbox =
+      std::shared_ptr<void>(nullptr, [kubernetes = kubernetes_, claim = where.claim, id](void*) {
+        if (Status s = kubernetes->release(claim); !s.ok()) {
+          spdlog::warn("session {}: {}", id, s.message());
+        } else {
+          spdlog::info("session {}: SandboxClaim {} deleted", id, claim);
+        }
+      });
+  mcp::RemoteOptions remote;
+  remote.url = where.url;
+  remote.token = config_.agent_token;
+  remote.client_version = BYD_VERSION;
+  stack->remote = std::make_shared<mcp::RemoteClient>(std::move(remote));
+  stack->backend = std::make_unique<RemoteWorkspace>(where.url);
+  stack->description = "Sandbox " + where.sandbox + " (SandboxClaim " + where.claim + ")";
+  stack->tools = "those the session's agent offers";
+  stack->instructions = placedInstructions(" (" + stack->description + ")");
+  return stack;
+}
+
 Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
                                                             const std::string& dir,
                                                             const RuntimeSpec* runtime) {
+  if (kubernetes_) return placed(request);
   if (!dir.empty() && config_.backend == "docker") {
     // Made by this server for the container's user, who must be able to enter and write it.
     BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(config_.docker.user));
@@ -464,7 +532,8 @@ mcp::SessionBackend SessionFactory::given(const std::shared_ptr<SessionStack>& s
                              .guard = stack->guard,
                              .runtime = stack->runtime,
                              .max_timeout_s = stack->max_timeout_s,
-                             .tasks = stack->tasks};
+                             .tasks = stack->tasks,
+                             .remote = stack->remote};
 }
 
 Result<std::pair<std::shared_ptr<SessionStack>, std::string>> SessionFactory::unnamed(

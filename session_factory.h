@@ -27,6 +27,7 @@
 #include "mcp/http_server.h"
 #include "mcp/server.h"
 #include "permissions/guard.h"
+#include "placement/kubernetes.h"
 
 namespace byd {
 
@@ -49,6 +50,9 @@ struct SessionStack {
   std::string runtime;
   const permissions::Guard* guard = nullptr;
   std::optional<int64_t> max_timeout_s;
+  // --placement: the session's sandbox, given back when the stack ends (after `remote`, which
+  // ends its session on the agent first).
+  std::shared_ptr<void> sandbox;
   // --backend remote: where its tools run (the backend is then a stand-in that holds no files).
   std::shared_ptr<mcp::RemoteClient> remote;
   // The tasks of every session on it (a named session's connections share them).
@@ -154,6 +158,8 @@ class SessionFactory {
       const Request& request);
   // The pools' filler thread: the pool shortest of --session-pool first.
   void fillPools(std::stop_token stop);
+  // --placement: a stack whose tools run on an agent placed for it, in a sandbox of its own.
+  Result<std::shared_ptr<SessionStack>> placed(const Request& request);
   // A new stack for `request` in `dir` ("": the root) with `runtime` (null: the server's
   // image); a named session's keeps its container with --persist-containers.
   Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir,
@@ -179,6 +185,9 @@ class SessionFactory {
 
   const Config& config_;
   const permissions::Guard& guard_;
+  // --placement kubernetes: made by start(); shared with the sandboxes it placed, which may
+  // outlive the factory in a session that is still ending.
+  std::shared_ptr<placement::KubernetesPlacement> kubernetes_;
   mutable std::mutex mu_;
   std::shared_ptr<SessionStack> spare_;
   std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name

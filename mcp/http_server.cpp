@@ -259,6 +259,7 @@ Result<std::shared_ptr<Session>> HttpServer::Impl::makeSession(SessionKind kind,
   options.keep_activity = this->options.ui;
   if (!session->backend.instructions.empty()) options.instructions = session->backend.instructions;
   if (session->backend.tasks) options.tasks = session->backend.tasks;
+  if (session->backend.remote) options.remote = session->backend.remote;
   Limits own = tenant.limits.value_or(limits);
   if (tenant.limits) own.max_timeout_from = "the limits of tenant " + tenant.name;
   if (const auto ceiling = session->backend.max_timeout_s) {

@@ -98,6 +98,9 @@ struct SessionBackend {
   // Where its tasks are kept, shared by every session on the same backend (a named session's
   // connections); null: each session its own.
   std::shared_ptr<TaskStore> tasks;
+  // Where its console tools run, when they run on an agent of its own (--placement); null:
+  // the server's (ServerOptions::remote).
+  std::shared_ptr<RemoteClient> remote;
 };
 // What a client asks of a new session.
 struct SessionAsk {

@@ -210,7 +210,7 @@ Status KubernetesPlacement::apiError(const std::string& what, const Reply& reply
     case 403:
       return permissionDenied("the Kubernetes API server refused to " + detail +
                               ": the front's service account needs the Role of "
-                              "deploy/kubernetes/front.yaml in namespace " +
+                              "deploy/kubernetes/front-rbac.yaml in namespace " +
                               options_.namespace_);
     case 404:
       return notFound("the Kubernetes API server found nothing to " + detail +

@@ -185,10 +185,9 @@ class WhatTheManifestsPromise(unittest.TestCase):
         runtime = documents("runtime-class.yaml")[0]
         self.assertEqual(runtime["metadata"]["name"], self.pod["runtimeClassName"])
 
-    def test_the_agent_pod_is_locked_down(self):
-        pod = self.pod
-        self.assertEqual(pod["runtimeClassName"], "gvisor")
-        self.assertIs(pod["automountServiceAccountToken"], False)
+    def assert_locked_down(self, pod):
+        """No host namespaces, a read-only root, a non-root user without capabilities or
+        privilege escalation, RuntimeDefault seccomp, limits, no host paths."""
         self.assertIs(pod.get("hostNetwork", False), False)
         self.assertIs(pod.get("hostPID", False), False)
         self.assertEqual(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")
@@ -207,6 +206,40 @@ class WhatTheManifestsPromise(unittest.TestCase):
             self.assertNotIn("hostPath", volume, volume["name"])
             if "emptyDir" in volume:
                 self.assertIn("sizeLimit", volume["emptyDir"], volume["name"])
+
+    def test_the_agent_pod_is_locked_down(self):
+        self.assertEqual(self.pod["runtimeClassName"], "gvisor")
+        self.assertIs(self.pod["automountServiceAccountToken"], False)
+        self.assert_locked_down(self.pod)
+
+    def test_the_front_is_locked_down_and_is_what_the_agents_let_in(self):
+        front = {d["kind"]: d for d in documents("front.yaml")}
+        rbac = {d["kind"]: d for d in documents("front-rbac.yaml")}
+        deployment, service = front["Deployment"], front["Service"]
+        pod = deployment["spec"]["template"]["spec"]
+        self.assert_locked_down(pod)
+        # It runs as the Role's service account, with its token: the only pod that has one.
+        self.assertEqual(pod["serviceAccountName"], rbac["ServiceAccount"]["metadata"]["name"])
+        self.assertIs(pod["automountServiceAccountToken"], True)
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        let_in = self.template["spec"]["networkPolicy"]["ingress"][0]["from"][0]
+        for key, value in let_in["podSelector"]["matchLabels"].items():
+            self.assertEqual(labels.get(key), value)
+        self.assertEqual(deployment["spec"]["selector"]["matchLabels"].items() - labels.items(),
+                         set())
+        self.assertEqual(service["spec"]["selector"].items() - labels.items(), set())
+        container = pod["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        self.assertIn(service["spec"]["ports"][0]["targetPort"], ports)
+        # The agents' token is the Secret the agents mount.
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+        agent_secrets = {v["secret"]["secretName"] for v in self.pod["volumes"] if "secret" in v}
+        env = {e["name"]: e["value"] for e in container["env"]}
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        agent_mount = mounts[os.path.dirname(env["BACKYARD_AGENT_TOKEN_FILE"])]
+        self.assertEqual({secrets[agent_mount]}, agent_secrets)
+        front_mount = mounts[os.path.dirname(env["BACKYARD_TOKEN_FILE"])]
+        self.assertNotEqual(secrets[front_mount], secrets[agent_mount])
 
     def test_only_the_front_gets_in_and_nothing_gets_out(self):
         policy = self.template["spec"]["networkPolicy"]
@@ -328,6 +361,36 @@ class TheAgentReadsItsSettings(unittest.TestCase):
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("--sandbox container: this server does not run in a container",
                       refused.stderr)
+
+
+class TheFrontReadsItsSettings(unittest.TestCase):
+    def test_the_fronts_environment_makes_the_front_it_describes(self):
+        pod = documents("front.yaml")[0]["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        agent = documents("agent-template.yaml")[0]["spec"]["podTemplate"]["spec"]
+        env = {"PATH": "/usr/bin:/bin"}
+        env.update({e["name"]: e["value"] for e in container["env"]})
+        with tempfile.TemporaryDirectory() as tmp:
+            for key in ("BACKYARD_TOKEN_FILE", "BACKYARD_AGENT_TOKEN_FILE"):  # the Secrets
+                env[key] = os.path.join(tmp, key.lower())
+                with open(env[key], "w") as f:
+                    f.write(key.lower() + "-s3cret\n")
+            r = print_config(env, tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = {k: v["value"] for k, v in json.loads(r.stdout).items()}
+        self.assertEqual(got["transport"], "http")
+        self.assertEqual(got["backend"], "remote")
+        self.assertEqual(got["placement"], "kubernetes")
+        self.assertEqual(got["kubernetes_api"], "")  # the pod's own
+        self.assertEqual(got["kubernetes_warm_pool"],
+                         documents("warm-pool.yaml")[0]["metadata"]["name"])
+        self.assertEqual(got["agent_port"], agent["containers"][0]["ports"][0]["containerPort"])
+        self.assertEqual(int(got["listen"].rsplit(":", 1)[1]),
+                         container["ports"][0]["containerPort"])
+        for probe in ("readinessProbe", "livenessProbe"):
+            host = {h["name"]: h["value"]
+                    for h in container[probe]["httpGet"]["httpHeaders"]}["Host"]
+            self.assertEqual(host, "127.0.0.1:" + got["listen"].rsplit(":", 1)[1])
 
 
 if __name__ == "__main__":

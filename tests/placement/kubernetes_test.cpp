@@ -255,7 +255,7 @@ TEST_F(KubernetesPlacementTest, ForbiddenNamesTheRoleAndTheServersReason) {
   EXPECT_NE(placed.status().message().find("HTTP 403"), std::string::npos);
   EXPECT_NE(placed.status().message().find("cannot create resource \"sandboxclaims\""),
             std::string::npos);
-  EXPECT_NE(placed.status().message().find("deploy/kubernetes/front.yaml"), std::string::npos);
+  EXPECT_NE(placed.status().message().find("deploy/kubernetes/front-rbac.yaml"), std::string::npos);
   expectAsRecorded();
 }
 
