@@ -88,6 +88,19 @@ static Status checkPlacement(Config& c) {
                            " needs --agent-token-file, the token its agents take");
   }
   BYD_ASSIGN_OR_RETURN(c.agent_token, readToken(c.agent_token_file, "--agent-token-file"));
+  // Each engine's settings, not the other's.
+  const Config defaults;
+  const std::vector<const char*> kubernetes = {"kubernetes_api", "kubernetes_token_file",
+                                               "kubernetes_ca_file", "kubernetes_namespace",
+                                               "kubernetes_warm_pool"};
+  const std::vector<const char*> swarm = {"swarm_network", "agent_image"};
+  for (const char* key : c.placement == "kubernetes" ? swarm : kubernetes) {
+    const Setting* s = findSetting(key);
+    if (s->get(c) != s->get(defaults)) {
+      return invalidArgument(std::string(s->flag) + " does not apply to --placement " +
+                             c.placement);
+    }
+  }
   if (!c.kubernetes_api.empty() && !c.kubernetes_api.starts_with("http://") &&
       !c.kubernetes_api.starts_with("https://")) {
     return invalidArgument("--kubernetes-api '" + c.kubernetes_api +
@@ -398,9 +411,9 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   if (c.backend != "remote" && c.placement != "none") BYD_RETURN_IF_ERROR(checkPlacement(c));
   if (c.placement == "none") {
     const Config defaults;
-    for (const char* key :
-         {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file", "kubernetes_namespace",
-          "kubernetes_warm_pool", "agent_port", "agent_token_file"}) {
+    for (const char* key : {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
+                            "kubernetes_namespace", "kubernetes_warm_pool", "swarm_network",
+                            "agent_image", "agent_port", "agent_token_file"}) {
       const Setting* s = findSetting(key);
       if (s->get(c) != s->get(defaults)) {
         return invalidArgument(std::string(s->flag) + " needs --placement");

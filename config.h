@@ -77,14 +77,16 @@ struct Config {
   std::string transport = "stdio";  // or "http"
   std::string listen = "127.0.0.1:8765";
   std::string remote_url;  // --backend remote: the remote's MCP endpoint
-  // --backend remote over HTTP: each session's agent is placed by an engine ("kubernetes"),
-  // not found at --remote-url ("none").
+  // --backend remote over HTTP: each session's agent is placed by an engine ("kubernetes",
+  // "docker-swarm"), not found at --remote-url ("none").
   std::string placement = "none";
   std::string kubernetes_api;         // the API server ("": the pod's own)
   std::string kubernetes_token_file;  // with kubernetes_api: its bearer token ("": none)
   std::string kubernetes_ca_file;     // with kubernetes_api: its CA ("": the system's)
   std::string kubernetes_namespace;   // where claims are made ("": the pod's own)
   std::string kubernetes_warm_pool = "backyard-agents";
+  std::string swarm_network = "backyard-agents";         // docker-swarm: the agents' network
+  std::string agent_image = "backyard-mcp/agent:local";  // docker-swarm: the agents' image
   int agent_port = 8080;                   // where a placed agent listens in its sandbox
   std::string agent_token_file;            // the token placed agents take
   std::string agent_token;                 // read from agent_token_file

@@ -19,6 +19,8 @@
 #include "common/text.h"
 #include "mcp/crypto.h"
 #include "permissions/guarded_backend.h"
+#include "placement/kubernetes.h"
+#include "placement/swarm.h"
 #include "tools/registry.h"
 
 namespace byd {
@@ -213,10 +215,6 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
   if (c.backend == "remote" && c.placement != "none") {
     // The front's own stack: each session's is placed (SessionFactory::placed).
     out.backend = std::make_unique<RemoteWorkspace>("a sandbox of its own");
-    out.description =
-        "a sandbox of its own for each session, which Kubernetes makes from "
-        "agent-sandbox's warm pool " +
-        c.kubernetes_warm_pool;
     return out;
   }
   if (c.backend == "remote") {
@@ -390,11 +388,26 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
     }
     options.warm_pool = config_.kubernetes_warm_pool;
     options.agent_port = config_.agent_port;
-    kubernetes_ = std::make_shared<placement::KubernetesPlacement>(std::move(options));
+    placement_ = std::make_shared<placement::KubernetesPlacement>(std::move(options));
+  } else if (config_.placement == "docker-swarm") {
+    placement::SwarmOptions options;
+    options.docker_host = config_.docker.host;
+    options.network = config_.swarm_network;
+    options.image = config_.agent_image;
+    options.token = config_.agent_token;
+    options.agent_port = config_.agent_port;
+    options.memory_bytes = config_.docker.memory_bytes;
+    options.cpus = config_.docker.cpus;
+    options.pids = config_.docker.pids;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options.front = host;
+    BYD_ASSIGN_OR_RETURN(placement_, placement::SwarmPlacement::open(std::move(options)));
   }
   BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true, guard_));
   auto stack = std::make_shared<SessionStack>(std::move(first));
-  if (kubernetes_) {
+  if (placement_) {
+    stack->description = "a sandbox of its own for each session: " + placement_->describe();
     stack->instructions = placedInstructions("");
     return stack;  // not a session's: each is placed when it begins
   }
@@ -454,16 +467,16 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
   // The claim's label: a name of the front's own, which no client chooses.
   const std::string id = "s" + randomHex(12);
   const CancelToken never;
-  BYD_ASSIGN_OR_RETURN(placement::Placed where, kubernetes_->place(request.tenant, id, never));
-  spdlog::info("session {} of tenant {}: SandboxClaim {}, Sandbox {}, agent {}", id, request.tenant,
-               where.claim, where.sandbox, where.url);
+  BYD_ASSIGN_OR_RETURN(placement::Placed where, placement_->place(request.tenant, id, never));
+  spdlog::info("session {} of tenant {}: {} ({}), agent {}", id, request.tenant, where.claim,
+               where.sandbox, where.url);
   auto stack = std::make_shared<SessionStack>();
   stack->sandbox =
-      std::shared_ptr<void>(nullptr, [kubernetes = kubernetes_, claim = where.claim, id](void*) {
-        if (Status s = kubernetes->release(claim); !s.ok()) {
+      std::shared_ptr<void>(nullptr, [placement = placement_, claim = where.claim, id](void*) {
+        if (Status s = placement->release(claim); !s.ok()) {
           spdlog::warn("session {}: {}", id, s.message());
         } else {
-          spdlog::info("session {}: SandboxClaim {} deleted", id, claim);
+          spdlog::info("session {}: {} removed", id, claim);
         }
       });
   mcp::RemoteOptions remote;
@@ -472,7 +485,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
   remote.client_version = BYD_VERSION;
   stack->remote = std::make_shared<mcp::RemoteClient>(std::move(remote));
   stack->backend = std::make_unique<RemoteWorkspace>(where.url);
-  stack->description = "Sandbox " + where.sandbox + " (SandboxClaim " + where.claim + ")";
+  stack->description = where.sandbox + " (" + where.claim + ")";
   stack->tools = "those the session's agent offers";
   stack->instructions = placedInstructions(" (" + stack->description + ")");
   return stack;
@@ -481,7 +494,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
 Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
                                                             const std::string& dir,
                                                             const RuntimeSpec* runtime) {
-  if (kubernetes_) return placed(request);
+  if (placement_) return placed(request);
   if (!dir.empty() && config_.backend == "docker") {
     // Made by this server for the container's user, who must be able to enter and write it.
     BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(config_.docker.user));

@@ -27,7 +27,7 @@
 #include "mcp/http_server.h"
 #include "mcp/server.h"
 #include "permissions/guard.h"
-#include "placement/kubernetes.h"
+#include "placement/placement.h"
 
 namespace byd {
 
@@ -185,9 +185,9 @@ class SessionFactory {
 
   const Config& config_;
   const permissions::Guard& guard_;
-  // --placement kubernetes: made by start(); shared with the sandboxes it placed, which may
-  // outlive the factory in a session that is still ending.
-  std::shared_ptr<placement::KubernetesPlacement> kubernetes_;
+  // --placement: made by start(); shared with the sandboxes it placed, which may outlive the
+  // factory in a session that is still ending.
+  std::shared_ptr<placement::Placement> placement_;
   mutable std::mutex mu_;
   std::shared_ptr<SessionStack> spare_;
   std::map<std::pair<std::string, std::string>, Named> named_;  // by tenant and name

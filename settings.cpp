@@ -440,8 +440,10 @@ std::vector<Setting> makeTable() {
        "ENGINE",
        "HTTP with --backend remote: each session gets an agent of its own in a sandbox the "
        "engine makes for it and removes when the session ends (kubernetes: a SandboxClaim of "
-       "agent-sandbox from --kubernetes-warm-pool), not the one service at --remote-url (none)",
-       {"none", "kubernetes"},
+       "agent-sandbox from --kubernetes-warm-pool; docker-swarm: a service of --agent-image on "
+       "--swarm-network, through the Swarm manager at --docker-host), not the one service at "
+       "--remote-url (none)",
+       {"none", "kubernetes", "docker-swarm"},
        0,
        0,
        nullptr,
@@ -504,6 +506,29 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(kubernetes_warm_pool)},
+      {"swarm_network",
+       "--swarm-network",
+       T::kString,
+       "NAME",
+       "--placement docker-swarm: the overlay network the agents' services join, made internal "
+       "(no route out) and attachable when missing; the front must be attached to it (its "
+       "container on that network) to reach them by name",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(swarm_network)},
+      {"agent_image",
+       "--agent-image",
+       T::kString,
+       "IMAGE",
+       "--placement docker-swarm: the agent's image (deploy/agent/Dockerfile), which every node "
+       "must have or pull; its limits are --container-memory, --cpus and --pids",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(agent_image)},
       {"agent_port",
        "--agent-port",
        T::kInt,

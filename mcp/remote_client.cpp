@@ -1,5 +1,9 @@
 #include "mcp/remote_client.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -92,6 +96,16 @@ struct RemoteClient::Reply {
 };
 
 namespace {
+
+// libcurl's CURLOPT_SOCKOPTFUNCTION: a connection whose sent bytes go unacknowledged this long
+// (TCP_USER_TIMEOUT, counting keep-alive probes) is given up.
+int deadPeerTimeout(void* data, curl_socket_t fd, curlsocktype purpose) {
+  if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKOPT_OK;
+  const auto* limit = static_cast<const std::chrono::milliseconds*>(data);
+  const unsigned int ms = static_cast<unsigned int>(limit->count());
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);  // best effort (not Unix sockets)
+  return CURL_SOCKOPT_OK;
+}
 
 // A transfer's state, filled by libcurl's callbacks.
 struct Transfer {
@@ -264,6 +278,10 @@ RemoteClient::Reply RemoteClient::post(const json& message, std::optional<int64_
   c.easy_setopt(h.easy, CURLOPT_HEADERFUNCTION, &Transfer::onHeader);
   c.easy_setopt(h.easy, CURLOPT_HEADERDATA, &t);
   c.easy_setopt(h.easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  c.easy_setopt(h.easy, CURLOPT_TCP_KEEPIDLE, 5L);
+  c.easy_setopt(h.easy, CURLOPT_TCP_KEEPINTVL, 2L);
+  c.easy_setopt(h.easy, CURLOPT_SOCKOPTFUNCTION, &deadPeerTimeout);
+  c.easy_setopt(h.easy, CURLOPT_SOCKOPTDATA, &options_.dead_peer_timeout);
   if (call == nullptr) {
     // An exchange nobody waits on (initialize, a notification, an answer): bounded, so a
     // remote that accepts and never answers cannot hold a call, or the session's opening.

@@ -41,6 +41,10 @@ struct RemoteOptions {
   int attempts = 4;
   std::chrono::milliseconds backoff{250};
   std::chrono::milliseconds connect_timeout{5000};
+  // How long a connection may go without the remote acknowledging what was sent to it (a
+  // request, or a keep-alive probe after 5 s of silence) before it counts as lost: a remote
+  // whose machine is gone sends no reset, and a call would otherwise wait on it for minutes.
+  std::chrono::milliseconds dead_peer_timeout{10000};
   // How long a cancelled call waits for the remote to end it before it lets go.
   std::chrono::milliseconds cancel_grace{3000};
 };

@@ -18,6 +18,7 @@
 
 #include "common/cancel.h"
 #include "common/result.h"
+#include "placement/placement.h"
 
 namespace byd::placement {
 
@@ -40,14 +41,7 @@ struct KubernetesOptions {
 // /var/run/secrets/kubernetes.io/serviceaccount (an error names what is missing).
 Result<KubernetesOptions> inClusterOptions();
 
-// A session's sandbox: its claim, the Sandbox that serves it, and the agent's endpoint.
-struct Placed {
-  std::string claim;
-  std::string sandbox;
-  std::string url;  // http://FQDN:PORT/mcp
-};
-
-class KubernetesPlacement {
+class KubernetesPlacement final : public Placement {
  public:
   explicit KubernetesPlacement(KubernetesOptions options);
 
@@ -56,10 +50,14 @@ class KubernetesPlacement {
   // not become ready in time, or whose wait is cancelled, is deleted, and the error names its
   // last Ready reason and message; a create that failed midway is looked for by its label.
   Result<Placed> place(const std::string& tenant, const std::string& session,
-                       const CancelToken& cancel);
+                       const CancelToken& cancel) override;
   // Deletes a claim (and with it, by agent-sandbox's ownership, its Sandbox and pod); one
   // already gone is no error.
-  Status release(const std::string& claim);
+  Status release(const std::string& claim) override;
+  std::string describe() const override {
+    return "agent-sandbox's warm pool " + options_.warm_pool + " in namespace " +
+           options_.namespace_;
+  }
   // Deletes every claim labelled with `session`.
   Status releaseSession(const std::string& session);
 

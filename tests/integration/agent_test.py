@@ -200,15 +200,20 @@ class AgentReachedByAnotherName(AgentCase):
         self.assertNotIn("token", text(refused).split("(")[0])
 
 
-def main():
-    global BINARY
-    BINARY = os.path.realpath(sys.argv.pop(1))
+def skip_unless_images_can_be_built():
+    """Exits 77 (skipped) without an engine set up for tests, or for a sanitizer build."""
     if os.environ.get("BYD_DOCKER_TESTS") != "1":
         print("skipped: no Docker engine set up for tests (BYD_DOCKER_TESTS=1 is not set)")
         sys.exit(77)
     if "libasan" in subprocess.run(["ldd", BINARY], capture_output=True, text=True).stdout:
         print("skipped: a sanitizer build (the image holds a Release binary; its run covers this)")
         sys.exit(77)
+
+
+def main():
+    global BINARY
+    BINARY = os.path.realpath(sys.argv.pop(1))
+    skip_unless_images_can_be_built()
     build_images()
     program = unittest.main(exit=False, verbosity=2)
     left = docker("ps", "-aq", "--filter", "label=" + LABEL)

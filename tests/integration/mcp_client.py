@@ -158,3 +158,27 @@ class ServerCase(unittest.TestCase):
 
     def tearDown(self):
         self.assertTrue(self.client.ping())
+
+
+def http_exchange(port, method, body=None, sid=None, token=None, timeout=60):
+    """One request to a Streamable HTTP endpoint at 127.0.0.1:`port`/mcp: (status, the session
+    id it names, the JSON-RPC messages of its answer, whether one JSON body or an SSE stream,
+    and the raw answer)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+    if sid:
+        headers["Mcp-Session-Id"] = sid
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    conn.request(method, "/mcp", json.dumps(body).encode() if body is not None else None, headers)
+    resp = conn.getresponse()
+    payload = resp.read().decode()
+    conn.close()
+    if payload.startswith("{"):
+        messages = [json.loads(payload)]
+    else:
+        messages = [json.loads(line[5:]) for line in payload.splitlines()
+                    if line.startswith("data:") and line[5:].strip()]
+    return resp.status, resp.getheader("Mcp-Session-Id"), messages, payload

@@ -9,7 +9,6 @@ refusals named to the client while the front keeps serving.
 
 usage: placement_test.py BINARY [unittest args]"""
 
-import http.client
 import json
 import os
 import random
@@ -27,13 +26,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import remote_test  # noqa: E402
+from mcp_client import http_exchange  # noqa: E402
 
 BINARY = None
 NAMESPACE = "agents"
 CLAIMS = f"/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{NAMESPACE}/sandboxclaims"
 SANDBOXES = f"/apis/agents.x-k8s.io/v1beta1/namespaces/{NAMESPACE}/sandboxes/"
 API_TOKEN = "api-token-for-the-front"
-ACCEPT = "application/json, text/event-stream"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "placement-test", "version": "1"}}}
@@ -194,22 +193,7 @@ class Front:
             self.log.append(line)
 
     def request(self, method, body=None, sid=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = {"Accept": ACCEPT, "Content-Type": "application/json",
-                   "MCP-Protocol-Version": "2025-11-25"}
-        if sid:
-            headers["Mcp-Session-Id"] = sid
-        conn.request(method, "/mcp", body=json.dumps(body).encode() if body is not None else None,
-                     headers=headers)
-        resp = conn.getresponse()
-        payload = resp.read().decode()
-        conn.close()
-        if payload.startswith("{"):
-            messages = [json.loads(payload)]
-        else:
-            messages = [json.loads(line[5:]) for line in payload.splitlines()
-                        if line.startswith("data:") and line[5:].strip()]
-        return resp.status, resp.getheader("Mcp-Session-Id"), messages, payload
+        return http_exchange(self.port, method, body, sid)
 
     def open(self):
         code, sid, messages, payload = self.request("POST", INIT)
@@ -301,7 +285,8 @@ class Placement(unittest.TestCase):
         # A front that stops gives back every claim it holds.
         self.assertEqual(front.stop(), 0)
         self.assertEqual(self.api.claims, {}, "".join(front.log))
-        self.assertTrue(any("SandboxClaim" in line and "deleted" in line for line in front.log))
+        for name in names_before:
+            self.assertTrue(any(f"{name} removed" in line for line in front.log), name)
 
     def test_a_claim_the_api_server_refuses_is_named_and_the_front_serves_on(self):
         front = self.front()

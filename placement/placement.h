@@ -1,0 +1,36 @@
+#pragma once
+// Where a session's sandbox is made beyond this server: an engine built for placing, restarting
+// and draining workloads (Kubernetes with agent-sandbox, Docker Swarm) makes a sandbox that
+// runs backyard-mcp as its agent, and says where the agent listens. The front routes the
+// session's tools there (--backend remote) and gives the sandbox back when the session ends.
+
+#include <string>
+
+#include "common/cancel.h"
+#include "common/result.h"
+
+namespace byd::placement {
+
+// A session's sandbox: what release() removes, the sandbox that serves it, and the agent's
+// endpoint.
+struct Placed {
+  std::string claim;    // a SandboxClaim's name; a Swarm service's name
+  std::string sandbox;  // the Sandbox (Kubernetes); the service's task (Swarm)
+  std::string url;      // http://NAME:PORT/mcp
+};
+
+class Placement {
+ public:
+  virtual ~Placement() = default;
+  // Makes a sandbox for `session` (an id of the front's own, fit for a label or a name) of
+  // `tenant`, waits until its agent is ready and says where it listens. A sandbox that does not
+  // become ready in time, or whose wait is cancelled, is removed, and the error says why.
+  virtual Result<Placed> place(const std::string& tenant, const std::string& session,
+                               const CancelToken& cancel) = 0;
+  // Removes a placed sandbox; one already gone is no error.
+  virtual Status release(const std::string& claim) = 0;
+  // What it places, for the log and the instructions: "agent-sandbox's warm pool NAME".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace byd::placement

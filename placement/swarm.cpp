@@ -1,0 +1,233 @@
+#include "placement/swarm.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/text.h"
+#include "mcp/crypto.h"
+
+namespace byd::placement {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using docker::urlEncode;
+using nlohmann::json;
+
+constexpr const char* kManaged = "io.backyard-mcp.placement";
+constexpr const char* kSessionLabel = "io.backyard-mcp.session";
+constexpr const char* kTenantLabel = "io.backyard-mcp.tenant";
+constexpr const char* kFrontLabel = "io.backyard-mcp.front";
+constexpr const char* kSecretFile = "backyard-agent-token";
+constexpr int64_t kAgentUid = 65532;
+
+std::string filters(const std::string& key, const std::string& value) {
+  return urlEncode(json{{key, {value}}}.dump());
+}
+
+// A task's states that end it for good (Swarm makes a new task after, as its restart policy
+// says).
+bool finished(const std::string& state) {
+  return state == "failed" || state == "rejected" || state == "shutdown" || state == "complete" ||
+         state == "orphaned" || state == "remove";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SwarmPlacement>> SwarmPlacement::open(SwarmOptions options) {
+  BYD_ASSIGN_OR_RETURN(docker::Endpoint endpoint, docker::parseHost(options.docker_host));
+  std::unique_ptr<SwarmPlacement> p(
+      new SwarmPlacement(std::move(options), docker::Client(endpoint)));
+  const SwarmOptions& o = p->options_;
+  BYD_ASSIGN_OR_RETURN(json info, p->client_.request("GET", "/info"));
+  const json swarm = info.value("Swarm", json::object());
+  if (swarm.value("LocalNodeState", "") != "active" || !swarm.value("ControlAvailable", false)) {
+    return failedPrecondition("--placement docker-swarm: the engine at " + endpoint.text +
+                              " is not a Swarm manager (its swarm is '" +
+                              swarm.value("LocalNodeState", "inactive") +
+                              "'): run `docker swarm init` there, or name a manager with "
+                              "--docker-host");
+  }
+  // The network: internal (no route out) and attachable (the front's container joins it).
+  auto network = p->client_.request("GET", "/networks/" + urlEncode(o.network));
+  if (!network.ok() && network.status().code() == Code::kNotFound) {
+    network = p->client_.request("POST", "/networks/create",
+                                 json{{"Name", o.network},
+                                      {"Driver", "overlay"},
+                                      {"Internal", true},
+                                      {"Attachable", true},
+                                      {"CheckDuplicate", true},
+                                      {"Labels", {{kManaged, "swarm"}}}});
+    if (network.ok()) network = p->client_.request("GET", "/networks/" + urlEncode(o.network));
+  }
+  if (!network.ok()) return network.status();
+  if (network->value("Driver", "") != "overlay" || network->value("Scope", "") != "swarm") {
+    return failedPrecondition("--swarm-network " + o.network + " is a network of driver '" +
+                              network->value("Driver", "") + "', not a Swarm overlay network");
+  }
+  if (!network->value("Internal", false)) {
+    spdlog::warn("--swarm-network {} is not internal: its agents have a route out", o.network);
+  }
+  p->network_id_ = network->value("Id", "");
+  // The agents' token, as a secret named by its hash: a new token makes a new secret.
+  BYD_ASSIGN_OR_RETURN(const std::string hash, mcp::sha256Hex(o.token));
+  p->secret_name_ = "backyard-agent-token-" + hash.substr(0, 16);
+  BYD_ASSIGN_OR_RETURN(
+      json secrets,
+      p->client_.request("GET", "/secrets?filters=" + filters("name", p->secret_name_)));
+  for (const json& s : secrets.is_array() ? secrets : json::array()) {
+    if (s.value("Spec", json::object()).value("Name", "") == p->secret_name_) {
+      p->secret_id_ = s.value("ID", "");
+    }
+  }
+  if (p->secret_id_.empty()) {
+    BYD_ASSIGN_OR_RETURN(json made, p->client_.request("POST", "/secrets/create",
+                                                       json{{"Name", p->secret_name_},
+                                                            {"Data", base64Encode(o.token)},
+                                                            {"Labels", {{kManaged, "swarm"}}}}));
+    p->secret_id_ = made.value("ID", "");
+  }
+  if (Status s = p->releaseAll(); !s.ok()) {
+    spdlog::warn("services a previous run of this front left: {}", s.message());
+  }
+  return p;
+}
+
+json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& session) const {
+  const SwarmOptions& o = options_;
+  const std::string name = "byd-" + session;
+  const std::string health = "http://127.0.0.1:" + std::to_string(o.agent_port) + "/healthz";
+  const json container = {
+      {"Image", o.image},
+      {"Env",
+       {"BACKYARD_TOKEN_FILE=/run/secrets/" + std::string(kSecretFile),
+        "BACKYARD_LISTEN=0.0.0.0:" + std::to_string(o.agent_port),
+        // The front reaches it by the service's name.
+        "BACKYARD_ALLOW_HOST=" + name}},
+      {"User", std::to_string(kAgentUid) + ":" + std::to_string(kAgentUid)},
+      // The workspace is the image's /workspace (the agent's own) in the container's layer,
+      // gone with the container. Not a tmpfs: the engine's Swarm tmpfs mounts are root's and
+      // noexec, whatever mode is asked; not a volume: one the task made stays on its node.
+      {"CapabilityDrop", {"ALL"}},
+      {"Secrets",
+       {{{"File",
+          {{"Name", kSecretFile},
+           {"UID", std::to_string(kAgentUid)},
+           {"GID", std::to_string(kAgentUid)},
+           {"Mode", 0400}}},
+         {"SecretID", secret_id_},
+         {"SecretName", secret_name_}}}},
+      // Ready as soon as it answers (the image checks every 2 s).
+      {"Healthcheck",
+       {{"Test", {"CMD", "curl", "-sf", "-o", "/dev/null", health}},
+        {"Interval", int64_t{200'000'000}},
+        {"Timeout", int64_t{2'000'000'000}},
+        {"Retries", 300}}}};
+  return {{"Name", name},
+          {"Labels",
+           {{kManaged, "swarm"},
+            {kSessionLabel, session},
+            {kTenantLabel, tenant},
+            {kFrontLabel, o.front}}},
+          {"TaskTemplate",
+           {{"ContainerSpec", container},
+            {"Resources",
+             {{"Limits",
+               {{"MemoryBytes", o.memory_bytes},
+                {"NanoCPUs", static_cast<int64_t>(o.cpus * 1e9)},
+                {"Pids", o.pids}}}}},
+            {"RestartPolicy", {{"Condition", "any"}, {"Delay", int64_t{100'000'000}}}},
+            {"Networks", {{{"Target", network_id_}, {"Aliases", {name}}}}}}},
+          {"Mode", {{"Replicated", {{"Replicas", 1}}}}},
+          {"EndpointSpec", {{"Mode", "dnsrr"}}}};
+}
+
+Result<std::string> SwarmPlacement::taskState(const std::string& service, std::string* node) const {
+  BYD_ASSIGN_OR_RETURN(json tasks,
+                       client_.request("GET", "/tasks?filters=" + filters("service", service)));
+  std::string state = "pending", error;
+  for (const json& t : tasks.is_array() ? tasks : json::array()) {
+    if (t.value("DesiredState", "") != "running") continue;
+    const json status = t.value("Status", json::object());
+    state = status.value("State", "pending");
+    error = status.value("Err", "");
+    *node = t.value("NodeID", "");
+    if (state == "running") return state;
+  }
+  if (!error.empty()) return state + " (" + error + ")";
+  return state;
+}
+
+Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::string& session,
+                                     const CancelToken& cancel) {
+  if (session.empty() || session.size() > 40 ||
+      !std::all_of(session.begin(), session.end(),
+                   [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; })) {
+    return invalidArgument("session id '" + session + "' is no service name (letters, digits)");
+  }
+  const std::string name = "byd-" + session;
+  BYD_ASSIGN_OR_RETURN(json created,
+                       client_.request("POST", "/services/create", serviceSpec(tenant, session)));
+  (void)created;
+  const auto fail = [&](Status s) -> Result<Placed> {
+    if (Status gone = release(name); !gone.ok()) spdlog::warn("{}", gone.message());
+    return s;
+  };
+  const auto deadline = Clock::now() + options_.ready_timeout;
+  std::string last = "pending", node;
+  std::string failures;
+  int failed = 0;
+  while (true) {
+    if (cancel.cancelled()) return fail(cancelled("cancelled"));
+    auto state = taskState(name, &node);
+    if (!state.ok()) return fail(state.status());
+    if (*state == "running") break;
+    if (finished(state->substr(0, state->find(' '))) && *state != last) {
+      // Swarm tries again by the restart policy; three failures in a row are reported.
+      failures = *state;
+      if (++failed >= 3) {
+        return fail(failedPrecondition("Swarm service " + name + " could not start its agent: " +
+                                       failures + "; it was removed"));
+      }
+    }
+    last = *state;
+    if (Clock::now() >= deadline) {
+      return fail(Status(Code::kDeadlineExceeded,
+                         "Swarm service " + name + " was not running within " +
+                             std::to_string(options_.ready_timeout.count() / 1000) +
+                             " s: its task is " + last + "; it was removed"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Placed placed;
+  placed.claim = name;
+  placed.sandbox = node.empty() ? name : name + " on node " + node.substr(0, 12);
+  placed.url = "http://" + name + ":" + std::to_string(options_.agent_port) + "/mcp";
+  return placed;
+}
+
+Status SwarmPlacement::release(const std::string& service) {
+  auto r = client_.call("DELETE", "/services/" + urlEncode(service));
+  if (!r.ok()) return r.status();
+  if (r->status == 200 || r->status == 404) return okStatus();
+  return failedPrecondition("the engine could not remove Swarm service " + service + " (HTTP " +
+                            std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+Status SwarmPlacement::releaseAll() {
+  BYD_ASSIGN_OR_RETURN(
+      json services,
+      client_.request("GET", "/services?filters=" + filters("label", std::string(kFrontLabel) +
+                                                                         "=" + options_.front)));
+  for (const json& s : services.is_array() ? services : json::array()) {
+    const std::string name = s.value("Spec", json::object()).value("Name", "");
+    if (name.empty()) continue;
+    spdlog::info("removing Swarm service {}, left by a previous run of this front", name);
+    BYD_RETURN_IF_ERROR(release(name));
+  }
+  return okStatus();
+}
+
+}  // namespace byd::placement

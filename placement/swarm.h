@@ -1,0 +1,71 @@
+#pragma once
+// Sessions' sandboxes made by Docker Swarm: a service of one replica per session, from the
+// agent's image (deploy/agent/Dockerfile), on an overlay network that is internal (no route
+// out) and attachable (the front's container joins it), reached by the service's name on that
+// network. Swarm places it on a node, restarts it where it failed, and moves it off a node
+// that is lost; the front removes it when the session ends.
+//
+// The agent's token is a Swarm secret (made once from the token, named by its hash), mounted
+// at /run/secrets/backyard-agent-token; its workspace is the image's, in the container's own
+// layer (removed with it), and it runs as uid 65532 with no capabilities, under the service's
+// limits. The
+// service's endpoint mode is dnsrr: its name resolves to its task's address on the network, so
+// no virtual IP (and no IPVS in the node's kernel) stands between the front and the agent.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/docker/docker_client.h"
+#include "placement/placement.h"
+
+namespace byd::placement {
+
+struct SwarmOptions {
+  std::string docker_host;                  // a manager's engine (DOCKER_HOST syntax)
+  std::string network = "backyard-agents";  // made when missing
+  std::string image = "backyard-mcp/agent:local";
+  std::string token;  // what every agent takes
+  int agent_port = 8080;
+  // What this front's services are labelled with, so that those a previous run of it left
+  // (it was killed) are removed when it starts again.
+  std::string front;
+  int64_t memory_bytes = int64_t{1} << 30;
+  double cpus = 1.0;
+  int64_t pids = 256;
+  std::chrono::milliseconds ready_timeout{std::chrono::seconds(120)};
+};
+
+class SwarmPlacement final : public Placement {
+ public:
+  // Checks that the engine is a Swarm manager, makes the network and the token's secret when
+  // missing, and removes the services a previous run of this front left.
+  static Result<std::unique_ptr<SwarmPlacement>> open(SwarmOptions options);
+
+  // A service named byd-SESSION, labelled with the session, the tenant and the front; ready
+  // when its task runs and its agent answers its health check.
+  Result<Placed> place(const std::string& tenant, const std::string& session,
+                       const CancelToken& cancel) override;
+  Status release(const std::string& service) override;
+  std::string describe() const override {
+    return "a Docker Swarm service from " + options_.image + " on network " + options_.network;
+  }
+  // Removes every service this front labelled.
+  Status releaseAll();
+
+ private:
+  SwarmPlacement(SwarmOptions options, docker::Client client)
+      : options_(std::move(options)), client_(std::move(client)) {}
+  nlohmann::json serviceSpec(const std::string& tenant, const std::string& session) const;
+  // The service's task's state: "running" when ready; an error when it failed for good.
+  Result<std::string> taskState(const std::string& service, std::string* node) const;
+
+  const SwarmOptions options_;
+  docker::Client client_;
+  std::string network_id_;
+  std::string secret_id_, secret_name_;
+};
+
+}  // namespace byd::placement

@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""--placement docker-swarm, for real: a swarm of two engines on this machine (the local engine
+as manager, and a second engine in a container, tests/swarm/node.Dockerfile, joined as a
+worker), the front in a container on the agents' overlay network with the manager's socket,
+and the agents as Swarm services of the agent's image (deploy/agent/Dockerfile) built from the
+binary under test. Checks that sessions spread over both nodes and work; that a session's end
+removes its service; that a node taken down makes its sessions report their sandbox lost and
+start afresh on their next call, on the node that lives, where new sessions go too; and that
+no service is left after the front stops.
+
+usage: swarm_test.py BINARY [unittest args]
+Needs BYD_DOCKER_TESTS=1 and a Release binary (else exit 77), and an engine that is in no
+swarm (the test makes one and leaves it)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_test  # noqa: E402
+from mcp_client import http_exchange  # noqa: E402
+
+BINARY = None
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODE_IMAGE = "backyard-mcp/swarm-node:test"
+NODE = "byd-swarm-node"
+FRONT = "byd-swarm-front"
+NETWORK = "byd-swarm-agents"
+FRONT_TOKEN = "swarm-front-token-0123456789abcdef"
+AGENT_TOKEN = "swarm-agent-token-0123456789abcdef"
+LABEL = "io.backyard-mcp.placement=swarm"
+CAPS = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
+        "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN",
+        "NET_RAW", "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE",
+        "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME",
+        "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
+        "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ",
+        "PERFMON", "BPF", "CHECKPOINT_RESTORE"]
+
+docker = agent_test.docker
+
+
+def missing_caps():
+    """The capabilities this machine's bounding set lacks (a container cannot be given them,
+    so --privileged fails where any is missing)."""
+    with open("/proc/self/status") as f:
+        bounding = int(next(l for l in f if l.startswith("CapBnd:")).split()[1], 16)
+    return [name for bit, name in enumerate(CAPS) if not bounding >> bit & 1]
+
+
+def wait(what, predicate, timeout=120, step=0.25):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(step)
+
+
+def services():
+    """The front's services: {name: [node hostnames of their running tasks]}."""
+    out = {}
+    for name in docker("service", "ls", "-q", "--filter", "label=" + LABEL,
+                       "--format", "{{.Name}}").split():
+        tasks = docker("service", "ps", name, "--filter", "desired-state=running",
+                       "--format", "{{.Node}} {{.CurrentState}}", check=False)
+        out[name] = [line.split()[0] for line in tasks.splitlines()
+                     if line.split()[1:2] == ["Running"]]
+    return out
+
+
+class Front:
+    """The front's container, published on a loopback port of the same number (the port of
+    the Host a loopback client names must be the one it listens on)."""
+
+    def __init__(self, tokens):
+        self.port = agent_test.free_port()
+        docker("rm", "-f", FRONT, check=False)
+        # Published on the default bridge (an internal network publishes nothing), and
+        # attached to the agents' network before it starts.
+        docker("create", "--name", FRONT,
+               "-v", "/var/run/docker.sock:/var/run/docker.sock",
+               "-v", f"{tokens}:/run/tokens:ro", "-p", f"127.0.0.1:{self.port}:{self.port}",
+               agent_test.SERVER_IMAGE, "--transport", "http", "--listen", f"0.0.0.0:{self.port}",
+               "--token-file", "/run/tokens/front", "--backend", "remote",
+               "--placement", "docker-swarm", "--swarm-network", NETWORK,
+               "--agent-image", agent_test.AGENT_IMAGE, "--agent-token-file", "/run/tokens/agent",
+               "--container-memory", str(512 << 20), "--log-level", "info")
+        docker("network", "connect", NETWORK, FRONT)
+        docker("start", FRONT)
+
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
+                    return True
+            except (OSError, urllib.error.HTTPError):
+                return docker("inspect", "-f", "{{.State.Running}}", FRONT) != "true" and \
+                    self.fail_start()
+        try:
+            wait("the front answers /healthz", healthy, 60)
+        except AssertionError as e:
+            self.fail_start_with(str(e))
+
+    def fail_start(self):
+        self.fail_start_with("the front stopped")
+
+    def fail_start_with(self, why):
+        logs = self.logs()
+        docker("rm", "-f", FRONT, check=False)
+        raise AssertionError(f"{why}: {logs}")
+
+    def logs(self):
+        return subprocess.run(["docker", "logs", FRONT], capture_output=True, text=True).stderr
+
+    def request(self, method, body=None, sid=None, timeout=180):
+        return http_exchange(self.port, method, body, sid, FRONT_TOKEN, timeout)
+
+    def open(self):
+        """A new session: its id and the name of its service."""
+        before = set(services())
+        code, sid, _, payload = self.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "swarm-test", "version": "1"}}})
+        assert code == 200 and sid, (code, payload, self.logs())
+        self.request("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        made = set(services()) - before
+        assert len(made) == 1, (made, self.logs())
+        return sid, made.pop()
+
+    def call(self, sid, name, **arguments):
+        _, _, messages, payload = self.request("POST", {
+            "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}, sid)
+        answer = [m for m in messages if m.get("id") == 9]
+        assert answer, payload
+        return answer[0]["result"]
+
+    def stop(self):
+        docker("stop", "-t", "60", FRONT, check=False, timeout=90)
+        logs = self.logs()
+        docker("rm", "-f", FRONT, check=False)
+        return logs
+
+
+class Swarm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if docker("info", "--format", "{{.Swarm.LocalNodeState}}") != "inactive":
+            raise unittest.SkipTest("this engine is in a swarm already; the test makes its own")
+        docker("build", "-q", "--network", "host", "-t", NODE_IMAGE, "-f",
+               os.path.join(ROOT, "tests/swarm/node.Dockerfile"),
+               os.path.join(ROOT, "tests/swarm"), timeout=900)
+        gateway = docker("network", "inspect", "bridge", "-f",
+                         "{{(index .IPAM.Config 0).Gateway}}")
+        docker("swarm", "init", "--advertise-addr", gateway, "--listen-addr", gateway + ":2377")
+        cls.addClassCleanup(lambda: docker("swarm", "leave", "--force", check=False))
+        cls.start_node()
+        docker("network", "create", "-d", "overlay", "--internal", "--attachable", NETWORK)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.tmp.cleanup)
+        for name, token in (("front", FRONT_TOKEN), ("agent", AGENT_TOKEN)):
+            with open(os.path.join(cls.tmp.name, name), "w") as f:
+                f.write(token + "\n")
+        cls.front = Front(cls.tmp.name)
+        cls.addClassCleanup(cls.front.stop)
+
+    @classmethod
+    def start_node(cls):
+        """The second engine, with the agent's image, joined as a worker."""
+        caps = ["--cap-add", "ALL"]
+        for cap in missing_caps():
+            caps += ["--cap-drop", cap]
+        docker("rm", "-f", "-v", NODE, check=False)
+        docker("run", "-d", "--name", NODE, "--hostname", NODE, *caps,
+               "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+               "--security-opt", "systempaths=unconfined", "-v", "/sys/fs/cgroup:/sys/fs/cgroup",
+               NODE_IMAGE, "--cgroup-parent", "/" + NODE)
+        cls.addClassCleanup(lambda: docker("rm", "-f", "-v", NODE, check=False))
+        wait("the node's engine", lambda: subprocess.run(
+            ["docker", "exec", NODE, "docker", "info"], capture_output=True).returncode == 0, 60)
+        save = subprocess.Popen(["docker", "save", agent_test.AGENT_IMAGE], stdout=subprocess.PIPE)
+        subprocess.run(["docker", "exec", "-i", NODE, "docker", "load"], stdin=save.stdout,
+                       check=True, capture_output=True, timeout=600)
+        save.stdout.close()
+        save.wait(60)
+        token = docker("swarm", "join-token", "-q", "worker")
+        manager = docker("info", "--format", "{{.Swarm.NodeAddr}}")
+        docker("exec", NODE, "docker", "swarm", "join", "--token", token, manager + ":2377")
+        wait("the worker is ready", lambda: "Ready" in docker(
+            "node", "ls", "--filter", "name=" + NODE, "--format", "{{.Status}}"), 60)
+
+    def test_sessions_spread_lose_a_node_and_leave_nothing(self):
+        front = self.front
+        manager = docker("info", "--format", "{{.Name}}")
+        # Four sessions: Swarm spreads them over both nodes; each works in its own workspace.
+        opened = [front.open() for _ in range(4)]
+        placed = wait("every session's agent runs", lambda: (lambda s: s if all(
+            s.get(name) for _, name in opened) else None)(services()), 60)
+        nodes = {placed[name][0] for _, name in opened}
+        self.assertEqual(nodes, {manager, NODE}, placed)
+        for i, (sid, name) in enumerate(opened):
+            wrote = front.call(sid, "write_file", path="mine.txt", content=f"session {i}\n")
+            self.assertFalse(wrote.get("isError"), wrote)
+            ran = front.call(sid, "execute", command="cat mine.txt; ls | wc -l; id -u")
+            self.assertEqual(ran["structuredContent"]["stdout"], f"session {i}\n1\n65532\n", ran)
+            kept = front.call(sid, "run_python", code=f"n = {i}\nn")
+            self.assertEqual(kept["structuredContent"]["result"], str(i), kept)
+
+        # A session's end removes its service, and only its: one of a node that has two, so
+        # that each node still has one.
+        counts = {node: sum(placed[n][0] == node for _, n in opened) for node in nodes}
+        ended_sid, ended = next(o for o in opened if counts[placed[o[1]][0]] > 1)
+        opened.remove((ended_sid, ended))
+        code, _, _, _ = front.request("DELETE", sid=ended_sid)
+        self.assertEqual(code, 200)
+        wait("the ended session's service is removed", lambda: ended not in services(), 30)
+        self.assertEqual(set(services()), {name for _, name in opened})
+
+        # The worker goes down: its sessions report their sandbox lost, then start afresh on the
+        # manager at a later call; the others keep their state.
+        on_node = [(sid, name) for sid, name in opened if placed[name][0] == NODE]
+        on_manager = [(sid, name) for sid, name in opened if placed[name][0] == manager]
+        self.assertTrue(on_node and on_manager, placed)
+        docker("kill", NODE)
+        lost = front.call(on_node[0][0], "execute", command="echo hello")
+        self.assertTrue(lost.get("isError"), lost)
+        # Never delivered, or sent on a connection the dead node never acknowledged.
+        self.assertRegex(lost["content"][0]["text"], r"not reachable|was lost during tools/call")
+
+        def afresh():
+            r = front.call(on_node[0][0], "run_python", code="'n' in globals()")
+            return r if not r.get("isError") else None
+        fresh = wait("the lost session works again", afresh, 180, step=2)
+        self.assertEqual(fresh["structuredContent"]["result"], "False")
+        self.assertTrue(fresh["structuredContent"]["new_session"])
+        self.assertEqual(services()[on_node[0][1]], [manager])
+        for sid, name in on_manager:
+            again = front.call(sid, "run_python", code="n")
+            self.assertFalse(again["structuredContent"].get("new_session"), again)
+        sid, name = front.open()
+        self.assertEqual(wait("the new session's agent runs",
+                              lambda: services().get(name), 60), [manager])
+        self.assertEqual(front.call(sid, "execute", command="echo new")["structuredContent"]
+                         ["stdout"], "new\n")
+
+        # The front stops: every service it made is removed.
+        logs = front.stop()
+        self.assertEqual(services(), {}, logs)
+
+
+def main():
+    global BINARY
+    BINARY = os.path.realpath(sys.argv.pop(1))
+    agent_test.BINARY = BINARY
+    agent_test.skip_unless_images_can_be_built()
+    agent_test.build_images()
+    program = unittest.main(exit=False, verbosity=2)
+    sys.exit(0 if program.result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()
