@@ -171,10 +171,10 @@ int serve(const byd::Config& config, const byd::permissions::Guard& guard) {
   const std::string host =
       http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
   fprintf(stderr,
-          "backyard-mcp %s: serving %s over HTTP at http://%s:%d/mcp with tools %s under the "
-          "'%s' ruleset%s.\n",
+          "backyard-mcp %s: serving %s over HTTP at http://%s:%d/mcp with tools %s under %s%s.\n",
           BYD_VERSION, description.c_str(), host.c_str(), server.port(), tools.c_str(),
-          guard.ruleset().name().c_str(),
+          config.backend == "remote" ? "the rules of each session's agent"
+                                     : ("the '" + guard.ruleset().name() + "' ruleset").c_str(),
           !http.tenants.empty() ? ("; " + std::to_string(http.tenants.size()) +
                                    " tenant(s), each known by its bearer token")
                                       .c_str()

@@ -231,6 +231,7 @@ class Swarm(unittest.TestCase):
         on_manager = [(sid, name) for sid, name in opened if placed[name][0] == manager]
         self.assertTrue(on_node and on_manager, placed)
         docker("kill", NODE)
+        docker("wait", NODE)  # its init gone, and with it every process it held, agents too
         lost = front.call(on_node[0][0], "execute", command="echo hello")
         self.assertTrue(lost.get("isError"), lost)
         # Never delivered, or sent on a connection the dead node never acknowledged.
