@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "backends/local/package_installer.h"
@@ -69,6 +70,16 @@ static Result<std::string> readToken(const std::string& path, const std::string&
 }
 
 // --backend remote: where the tools run, and what this server leaves to the remote.
+// The first of `keys` whose setting `c` gives a value other than its default, or null.
+static const Setting* firstGiven(const Config& c, std::initializer_list<const char*> keys) {
+  const Config defaults;
+  for (const char* key : keys) {
+    const Setting* s = findSetting(key);
+    if (s->get(c) != s->get(defaults)) return s;
+  }
+  return nullptr;
+}
+
 // --placement: each HTTP session's agent in a sandbox of its own; the agents' token read.
 static Status checkPlacement(Config& c) {
   if (c.backend != "remote") {
@@ -89,17 +100,14 @@ static Status checkPlacement(Config& c) {
   }
   BYD_ASSIGN_OR_RETURN(c.agent_token, readToken(c.agent_token_file, "--agent-token-file"));
   // Each engine's settings, not the other's.
-  const Config defaults;
-  const std::vector<const char*> kubernetes = {"kubernetes_api", "kubernetes_token_file",
-                                               "kubernetes_ca_file", "kubernetes_namespace",
-                                               "kubernetes_warm_pool"};
-  const std::vector<const char*> swarm = {"swarm_network", "agent_image"};
-  for (const char* key : c.placement == "kubernetes" ? swarm : kubernetes) {
-    const Setting* s = findSetting(key);
-    if (s->get(c) != s->get(defaults)) {
-      return invalidArgument(std::string(s->flag) + " does not apply to --placement " +
-                             c.placement);
-    }
+  const Setting* other =
+      c.placement == "kubernetes"
+          ? firstGiven(c, {"swarm_network", "agent_image"})
+          : firstGiven(c, {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
+                           "kubernetes_namespace", "kubernetes_warm_pool"});
+  if (other != nullptr) {
+    return invalidArgument(std::string(other->flag) + " does not apply to --placement " +
+                           c.placement);
   }
   if (!c.kubernetes_api.empty() && !c.kubernetes_api.starts_with("http://") &&
       !c.kubernetes_api.starts_with("https://")) {
@@ -107,13 +115,9 @@ static Status checkPlacement(Config& c) {
                            "' is not an https:// URL (https://HOST:PORT)");
   }
   if (c.kubernetes_api.empty()) {
-    for (const std::string* file : {&c.kubernetes_token_file, &c.kubernetes_ca_file}) {
-      if (!file->empty()) {
-        return invalidArgument(std::string(file == &c.kubernetes_ca_file
-                                               ? "--kubernetes-ca-file"
-                                               : "--kubernetes-token-file") +
-                               " needs --kubernetes-api: in a pod, the service account's is used");
-      }
+    if (const Setting* s = firstGiven(c, {"kubernetes_token_file", "kubernetes_ca_file"})) {
+      return invalidArgument(std::string(s->flag) +
+                             " needs --kubernetes-api: in a pod, the service account's is used");
     }
   }
   // A session's sandbox holds its workspace (--workspace-root and --runtimes are refused for
@@ -410,14 +414,11 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (c.backend != "remote" && c.placement != "none") BYD_RETURN_IF_ERROR(checkPlacement(c));
   if (c.placement == "none") {
-    const Config defaults;
-    for (const char* key : {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
-                            "kubernetes_namespace", "kubernetes_warm_pool", "swarm_network",
-                            "agent_image", "agent_port", "agent_token_file"}) {
-      const Setting* s = findSetting(key);
-      if (s->get(c) != s->get(defaults)) {
-        return invalidArgument(std::string(s->flag) + " needs --placement");
-      }
+    if (const Setting* s =
+            firstGiven(c, {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
+                           "kubernetes_namespace", "kubernetes_warm_pool", "swarm_network",
+                           "agent_image", "agent_port", "agent_token_file"})) {
+      return invalidArgument(std::string(s->flag) + " needs --placement");
     }
   }
   if (c.backend != "state" && (!c.state_file.empty() || c.state_sync)) {

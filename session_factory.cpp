@@ -190,6 +190,15 @@ class RemoteWorkspace final : public Backend {
   const std::string url_;
 };
 
+// A client of the backyard-mcp at `url`, sent `token`.
+std::shared_ptr<mcp::RemoteClient> remoteClient(const std::string& url, const std::string& token) {
+  mcp::RemoteOptions remote;
+  remote.url = url;
+  remote.token = token;
+  remote.client_version = BYD_VERSION;
+  return std::make_shared<mcp::RemoteClient>(std::move(remote));
+}
+
 // What a session placed in a sandbox of its own is told; `which` names the sandbox.
 std::string placedInstructions(const std::string& which) {
   return "This server gives you a console on a sandbox of your own" + which +
@@ -218,11 +227,7 @@ Result<SessionStack> openStack(const Config& c, bool warm, const permissions::Gu
     return out;
   }
   if (c.backend == "remote") {
-    mcp::RemoteOptions remote;
-    remote.url = c.remote_url;
-    remote.token = c.token;
-    remote.client_version = BYD_VERSION;
-    out.remote = std::make_shared<mcp::RemoteClient>(std::move(remote));
+    out.remote = remoteClient(c.remote_url, c.token);
     out.backend = std::make_unique<RemoteWorkspace>(c.remote_url);
     out.description = "the workspace of the remote backyard-mcp service at " + c.remote_url;
     return out;
@@ -479,11 +484,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
           spdlog::info("session {}: {} removed", id, claim);
         }
       });
-  mcp::RemoteOptions remote;
-  remote.url = where.url;
-  remote.token = config_.agent_token;
-  remote.client_version = BYD_VERSION;
-  stack->remote = std::make_shared<mcp::RemoteClient>(std::move(remote));
+  stack->remote = remoteClient(where.url, config_.agent_token);
   stack->backend = std::make_unique<RemoteWorkspace>(where.url);
   stack->description = where.sandbox + " (" + where.claim + ")";
   stack->tools = "those the session's agent offers";
