@@ -27,13 +27,6 @@ std::string filters(const std::string& key, const std::string& value) {
   return urlEncode(json{{key, {value}}}.dump());
 }
 
-// A task's states that end it for good (Swarm makes a new task after, as its restart policy
-// says).
-bool finished(const std::string& state) {
-  return state == "failed" || state == "rejected" || state == "shutdown" || state == "complete" ||
-         state == "orphaned" || state == "remove";
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SwarmPlacement>> SwarmPlacement::open(SwarmOptions options) {
@@ -144,20 +137,24 @@ json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& s
           {"EndpointSpec", {{"Mode", "dnsrr"}}}};
 }
 
-Result<std::string> SwarmPlacement::taskState(const std::string& service, std::string* node) const {
-  BYD_ASSIGN_OR_RETURN(json tasks,
+Result<SwarmPlacement::Tasks> SwarmPlacement::tasks(const std::string& service) const {
+  BYD_ASSIGN_OR_RETURN(json list,
                        client_.request("GET", "/tasks?filters=" + filters("service", service)));
-  std::string state = "pending", error;
-  for (const json& t : tasks.is_array() ? tasks : json::array()) {
-    if (t.value("DesiredState", "") != "running") continue;
+  Tasks out;
+  for (const json& t : list.is_array() ? list : json::array()) {
     const json status = t.value("Status", json::object());
-    state = status.value("State", "pending");
-    error = status.value("Err", "");
-    *node = t.value("NodeID", "");
-    if (state == "running") return state;
+    const std::string state = status.value("State", "pending");
+    // A task of the agent ends only when it fails (or its agent exits at once, "complete").
+    if (state == "failed" || state == "rejected" || state == "complete") {
+      ++out.failed;
+      out.error = state + ": " + status.value("Err", "");
+    }
+    if (t.value("DesiredState", "") != "running") continue;
+    out.state = state;
+    out.node = t.value("NodeID", "");
+    if (state == "running") out.running = true;
   }
-  if (!error.empty()) return state + " (" + error + ")";
-  return state;
+  return out;
 }
 
 Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::string& session,
@@ -176,34 +173,30 @@ Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::strin
     return s;
   };
   const auto deadline = Clock::now() + options_.ready_timeout;
-  std::string last = "pending", node;
-  std::string failures;
-  int failed = 0;
+  Tasks now;
   while (true) {
     if (cancel.cancelled()) return fail(cancelled("cancelled"));
-    auto state = taskState(name, &node);
-    if (!state.ok()) return fail(state.status());
-    if (*state == "running") break;
-    if (finished(state->substr(0, state->find(' '))) && *state != last) {
-      // Swarm tries again by the restart policy; three failures in a row are reported.
-      failures = *state;
-      if (++failed >= 3) {
-        return fail(failedPrecondition("Swarm service " + name + " could not start its agent: " +
-                                       failures + "; it was removed"));
-      }
+    auto seen = tasks(name);
+    if (!seen.ok()) return fail(seen.status());
+    now = std::move(*seen);
+    if (now.running) break;
+    // Swarm starts another task after each failure, by the restart policy: three are enough.
+    if (now.failed >= 3) {
+      return fail(failedPrecondition("Swarm service " + name + " could not start its agent (" +
+                                     std::to_string(now.failed) + " tasks failed; the last " +
+                                     now.error + "); it was removed"));
     }
-    last = *state;
     if (Clock::now() >= deadline) {
       return fail(Status(Code::kDeadlineExceeded,
                          "Swarm service " + name + " was not running within " +
                              std::to_string(options_.ready_timeout.count() / 1000) +
-                             " s: its task is " + last + "; it was removed"));
+                             " s: its task is " + now.state + "; it was removed"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   Placed placed;
   placed.claim = name;
-  placed.sandbox = node.empty() ? name : name + " on node " + node.substr(0, 12);
+  placed.sandbox = now.node.empty() ? name : name + " on node " + now.node.substr(0, 12);
   placed.url = "http://" + name + ":" + std::to_string(options_.agent_port) + "/mcp";
   return placed;
 }

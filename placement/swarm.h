@@ -59,8 +59,16 @@ class SwarmPlacement final : public Placement {
   SwarmPlacement(SwarmOptions options, docker::Client client)
       : options_(std::move(options)), client_(std::move(client)) {}
   nlohmann::json serviceSpec(const std::string& tenant, const std::string& session) const;
-  // The service's task's state: "running" when ready; an error when it failed for good.
-  Result<std::string> taskState(const std::string& service, std::string* node) const;
+  // What the service's tasks say: whether one runs (and on which node), the state of the one
+  // Swarm wants running, and how many have failed (with the last one's error).
+  struct Tasks {
+    bool running = false;
+    std::string node;
+    std::string state = "pending";
+    int failed = 0;
+    std::string error;
+  };
+  Result<Tasks> tasks(const std::string& service) const;
 
   const SwarmOptions options_;
   docker::Client client_;

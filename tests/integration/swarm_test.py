@@ -81,28 +81,29 @@ class Front:
     """The front's container, published on a loopback port of the same number (the port of
     the Host a loopback client names must be the one it listens on)."""
 
-    def __init__(self, tokens):
+    def __init__(self, tokens, name=FRONT, image=None):
+        self.name = name
         self.port = agent_test.free_port()
-        docker("rm", "-f", FRONT, check=False)
+        docker("rm", "-f", name, check=False)
         # Published on the default bridge (an internal network publishes nothing), and
         # attached to the agents' network before it starts.
-        docker("create", "--name", FRONT,
+        docker("create", "--name", name,
                "-v", "/var/run/docker.sock:/var/run/docker.sock",
                "-v", f"{tokens}:/run/tokens:ro", "-p", f"127.0.0.1:{self.port}:{self.port}",
                agent_test.SERVER_IMAGE, "--transport", "http", "--listen", f"0.0.0.0:{self.port}",
                "--token-file", "/run/tokens/front", "--backend", "remote",
                "--placement", "docker-swarm", "--swarm-network", NETWORK,
-               "--agent-image", agent_test.AGENT_IMAGE, "--agent-token-file", "/run/tokens/agent",
+               "--agent-image", image or agent_test.AGENT_IMAGE, "--agent-token-file", "/run/tokens/agent",
                "--container-memory", str(512 << 20), "--log-level", "info")
-        docker("network", "connect", NETWORK, FRONT)
-        docker("start", FRONT)
+        docker("network", "connect", NETWORK, name)
+        docker("start", name)
 
         def healthy():
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
                     return True
             except (OSError, urllib.error.HTTPError):
-                return docker("inspect", "-f", "{{.State.Running}}", FRONT) != "true" and \
+                return docker("inspect", "-f", "{{.State.Running}}", name) != "true" and \
                     self.fail_start()
         try:
             wait("the front answers /healthz", healthy, 60)
@@ -114,11 +115,12 @@ class Front:
 
     def fail_start_with(self, why):
         logs = self.logs()
-        docker("rm", "-f", FRONT, check=False)
+        docker("rm", "-f", self.name, check=False)
         raise AssertionError(f"{why}: {logs}")
 
     def logs(self):
-        return subprocess.run(["docker", "logs", FRONT], capture_output=True, text=True).stderr
+        return subprocess.run(["docker", "logs", self.name], capture_output=True,
+                              text=True).stderr
 
     def request(self, method, body=None, sid=None, timeout=180):
         return http_exchange(self.port, method, body, sid, FRONT_TOKEN, timeout)
@@ -145,9 +147,9 @@ class Front:
         return answer[0]["result"]
 
     def stop(self):
-        docker("stop", "-t", "60", FRONT, check=False, timeout=90)
+        docker("stop", "-t", "60", self.name, check=False, timeout=90)
         logs = self.logs()
-        docker("rm", "-f", FRONT, check=False)
+        docker("rm", "-f", self.name, check=False)
         return logs
 
 
@@ -197,6 +199,25 @@ class Swarm(unittest.TestCase):
         docker("exec", NODE, "docker", "swarm", "join", "--token", token, manager + ":2377")
         wait("the worker is ready", lambda: "Ready" in docker(
             "node", "ls", "--filter", "name=" + NODE, "--format", "{{.Status}}"), 60)
+
+    def test_an_agent_that_cannot_start_is_named_and_removed(self):
+        # An image that is no agent: its tasks end at once (on the worker, which lacks it, they
+        # are rejected); after three the session is refused and its service removed.
+        front = Front(self.tmp.name, name=FRONT + "-bad", image="backyard-mcp/python:bookworm")
+        self.addCleanup(front.stop)
+        before = set(services())
+        start = time.monotonic()
+        code, sid, _, payload = front.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "swarm-test", "version": "1"}}})
+        self.assertEqual(code, 500, payload)
+        self.assertIsNone(sid)
+        self.assertLess(time.monotonic() - start, 90)
+        logs = front.logs()
+        self.assertIn("could not start its agent (3 tasks failed", logs)
+        self.assertIn("it was removed", logs)
+        wait("its service is gone", lambda: set(services()) == before, 30)
 
     def test_sessions_spread_lose_a_node_and_leave_nothing(self):
         front = self.front
