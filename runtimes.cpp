@@ -1,4 +1,5 @@
-// The runtimes file (--runtimes): the images a session of the Docker backend may ask for by
+// The runtimes file (--runtimes): the images a session of the Docker backend (or, with
+// --placement docker-swarm, the agent images a session's Swarm service) may ask for by
 // name (`_meta` "io.backyard/runtime" on initialize, or ?runtime=NAME on the endpoint), each
 // given or built on first use, with its own limits and network rules.
 //
@@ -19,7 +20,9 @@
 // its Dockerfile: the same recipe is built once, a changed one is a new image. `limits` are
 // the settings of those names, for its containers and calls; `network` is a ruleset's network
 // section (its default and rules), which takes the place of the ruleset's own for the
-// runtime's sessions. Errors name the file, the runtime and the key.
+// runtime's sessions. A Swarm front takes an `image` and `limits` alone (its agents run on
+// other engines, by their own rules), and places a runtime's sessions on the nodes labelled
+// for it (see placement/swarm.h). Errors name the file, the runtime and the key.
 
 #include <algorithm>
 
@@ -153,10 +156,11 @@ Result<RuntimeSpec> readRuntime(const Config& config, const std::string& name,
 Result<std::vector<RuntimeSpec>> loadRuntimes(const Config& config) {
   const std::string& path = config.runtimes_file;
   const std::string source = "runtimes file '" + path + "'";
-  if (config.backend != "docker") {
+  const bool swarm = config.placement == "docker-swarm";
+  if (config.backend != "docker" && !swarm) {
     return invalidArgument(source +
-                           ": runtimes are images of the Docker backend: they need "
-                           "--backend docker");
+                           ": runtimes are images of the Docker backend or of a Swarm front's "
+                           "agents: they need --backend docker or --placement docker-swarm");
   }
   BYD_ASSIGN_OR_RETURN(nlohmann::json doc, readJsonFile(path, "runtimes file"));
   if (!doc.is_object() || doc.empty()) {
@@ -166,6 +170,18 @@ Result<std::vector<RuntimeSpec>> loadRuntimes(const Config& config) {
   std::vector<RuntimeSpec> out;
   for (const auto& [name, value] : doc.items()) {
     BYD_ASSIGN_OR_RETURN(RuntimeSpec rt, readRuntime(config, name, value, dir, source));
+    // A Swarm front's agents run on other engines, under their own rules.
+    if (swarm && rt.recipe) {
+      return invalidArgument(source + ": runtime '" + name +
+                             "': --placement docker-swarm runs an \"image\" every node has "
+                             "(an agent image, pushed or loaded there); one built from "
+                             "\"base_image\" would be on this engine alone");
+    }
+    if (swarm && !rt.network.is_null()) {
+      return invalidArgument(source + ": runtime '" + name +
+                             "': network: a Swarm session's agent judges its network by its "
+                             "own ruleset: give the rules to the agent's image");
+    }
     out.push_back(std::move(rt));
   }
   return out;

@@ -199,6 +199,13 @@ std::shared_ptr<mcp::RemoteClient> remoteClient(const std::string& url, const st
   return std::make_shared<mcp::RemoteClient>(std::move(remote));
 }
 
+// What the instructions of a runtime's session add.
+std::string runtimeSentence(const RuntimeSpec& runtime) {
+  return " It runs the runtime '" + runtime.name + "'" +
+         (runtime.description.empty() ? "" : ": " + runtime.description) +
+         (runtime.description.ends_with('.') ? "" : ".");
+}
+
 // What a session placed in a sandbox of its own is told; `which` names the sandbox.
 std::string placedInstructions(const std::string& which) {
   return "This server gives you a console on a sandbox of your own" + which +
@@ -468,11 +475,21 @@ Result<const permissions::Guard*> SessionFactory::guardFor(const permissions::Gu
   return slot.get();
 }
 
-Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& request) {
+Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& request,
+                                                             const RuntimeSpec* runtime) {
   // The claim's label: a name of the front's own, which no client chooses.
   const std::string id = "s" + randomHex(12);
   const CancelToken never;
-  BYD_ASSIGN_OR_RETURN(placement::Placed where, placement_->place(request.tenant, id, never));
+  placement::Runtime wanted;
+  if (runtime != nullptr) {
+    wanted = {.name = runtime->name,
+              .image = runtime->image,
+              .memory_bytes = runtime->memory_bytes,
+              .cpus = runtime->cpus,
+              .pids = runtime->pids};
+  }
+  BYD_ASSIGN_OR_RETURN(placement::Placed where,
+                       placement_->place(request.tenant, id, wanted, never));
   spdlog::info("session {} of tenant {}: {} ({}), agent {}", id, request.tenant, where.claim,
                where.sandbox, where.url);
   auto stack = std::make_shared<SessionStack>();
@@ -489,13 +506,18 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
   stack->description = where.sandbox + " (" + where.claim + ")";
   stack->tools = "those the session's agent offers";
   stack->instructions = placedInstructions(" (" + stack->description + ")");
+  if (runtime != nullptr) {
+    stack->runtime = runtime->name;
+    stack->max_timeout_s = runtime->max_timeout_s;
+    stack->instructions += runtimeSentence(*runtime);
+  }
   return stack;
 }
 
 Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& request,
                                                             const std::string& dir,
                                                             const RuntimeSpec* runtime) {
-  if (placement_) return placed(request);
+  if (placement_) return placed(request, runtime);
   if (!dir.empty() && config_.backend == "docker") {
     // Made by this server for the container's user, who must be able to enter and write it.
     BYD_ASSIGN_OR_RETURN(ContainerUser user, parseContainerUser(config_.docker.user));
@@ -531,9 +553,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::fresh(const Request& reque
     stack.runtime = runtime->name;
     stack.max_timeout_s = runtime->max_timeout_s;
     if (guard != (request.guard != nullptr ? request.guard : &guard_)) stack.guard = guard;
-    stack.instructions += " It runs the runtime '" + runtime->name + "'" +
-                          (runtime->description.empty() ? "" : ": " + runtime->description) +
-                          (runtime->description.ends_with('.') ? "" : ".");
+    stack.instructions += runtimeSentence(*runtime);
   }
   return std::make_shared<SessionStack>(std::move(stack));
 }

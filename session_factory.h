@@ -158,8 +158,9 @@ class SessionFactory {
       const Request& request);
   // The pools' filler thread: the pool shortest of --session-pool first.
   void fillPools(std::stop_token stop);
-  // --placement: a stack whose tools run on an agent placed for it, in a sandbox of its own.
-  Result<std::shared_ptr<SessionStack>> placed(const Request& request);
+  // --placement: a stack whose tools run on an agent placed for it, in a sandbox of its own
+  // (`runtime`'s, when not null).
+  Result<std::shared_ptr<SessionStack>> placed(const Request& request, const RuntimeSpec* runtime);
   // A new stack for `request` in `dir` ("": the root) with `runtime` (null: the server's
   // image); a named session's keeps its container with --persist-containers.
   Result<std::shared_ptr<SessionStack>> fresh(const Request& request, const std::string& dir,

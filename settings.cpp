@@ -748,7 +748,8 @@ std::vector<Setting> makeTable() {
        "FILE",
        "Docker: the runtimes a session may ask for by name, a JSON file: each an image, or a "
        "base image and Debian, pip and npm packages built on first use, with its own limits "
-       "and network rules",
+       "and network rules (--placement docker-swarm: an agent image every node has, and "
+       "limits, its sessions on the nodes labelled io.backyard-mcp.runtime.NAME=true)",
        {},
        0,
        0,

@@ -2,6 +2,7 @@
 
 #include "mcp/server.h"
 #include "mcp/server_helpers.h"
+#include "tools/tool.h"
 
 // The dispatcher's side of --backend remote: a console tool's call sent to the remote, and
 // what the remote sends back while it runs relayed to this client.
@@ -44,6 +45,14 @@ RemoteCall Server::remoteCall(const Caller& caller, const json& progress_token,
 
 Result<json> Server::forwardToolCall(const CallToolParams& p, const Caller& caller,
                                      bool structured) {
+  // This server's ceiling of a call's timeout (its tenant's, its runtime's) holds before the
+  // call leaves; the remote holds its own.
+  if (p.arguments.is_object() && p.arguments.contains("timeout_s")) {
+    if (auto asked = argTimeout(p.arguments, 0, limits_); !asked.ok()) {
+      return json{{"content", {{{"type", "text"}, {"text", asked.status().message()}}}},
+                  {"isError", true}};
+    }
+  }
   return options_.remote->callTool(p.name, p.arguments,
                                    remoteCall(caller, p.progress_token, p.name), structured);
 }

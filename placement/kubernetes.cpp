@@ -256,7 +256,11 @@ Result<std::string> KubernetesPlacement::sandboxUrl(const std::string& sandbox,
 }
 
 Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::string& session,
-                                          const CancelToken& cancel) {
+                                          const Runtime& runtime, const CancelToken& cancel) {
+  if (!runtime.name.empty()) {
+    return invalidArgument("runtime '" + runtime.name + "': the warm pool's SandboxTemplate " +
+                           "names the image and limits of every sandbox it claims from");
+  }
   if (!labelValue(session)) {
     return invalidArgument("session id '" + session +
                            "' is no Kubernetes label value (at most 63 letters, digits, '-', "

@@ -50,7 +50,7 @@ class KubernetesPlacement final : public Placement {
   // not become ready in time, or whose wait is cancelled, is deleted, and the error names its
   // last Ready reason and message; a create that failed midway is looked for by its label.
   Result<Placed> place(const std::string& tenant, const std::string& session,
-                       const CancelToken& cancel) override;
+                       const Runtime& runtime, const CancelToken& cancel) override;
   // Deletes a claim (and with it, by agent-sandbox's ownership, its Sandbox and pod); one
   // already gone is no error.
   Status release(const std::string& claim) override;

@@ -4,6 +4,8 @@
 // runs backyard-mcp as its agent, and says where the agent listens. The front routes the
 // session's tools there (--backend remote) and gives the sandbox back when the session ends.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/cancel.h"
@@ -19,14 +21,25 @@ struct Placed {
   std::string url;      // http://NAME:PORT/mcp
 };
 
+// The runtime a session asked for (--runtimes): its name, and its image and limits in place of
+// the placement's own. None (an empty name): the placement's image and limits.
+struct Runtime {
+  std::string name;
+  std::string image;
+  std::optional<int64_t> memory_bytes;
+  std::optional<double> cpus;
+  std::optional<int64_t> pids;
+};
+
 class Placement {
  public:
   virtual ~Placement() = default;
   // Makes a sandbox for `session` (an id of the front's own, fit for a label or a name) of
-  // `tenant`, waits until its agent is ready and says where it listens. A sandbox that does not
-  // become ready in time, or whose wait is cancelled, is removed, and the error says why.
+  // `tenant` with `runtime`, waits until its agent is ready and says where it listens. A
+  // sandbox that does not become ready in time, or whose wait is cancelled, is removed, and
+  // the error says why.
   virtual Result<Placed> place(const std::string& tenant, const std::string& session,
-                               const CancelToken& cancel) = 0;
+                               const Runtime& runtime, const CancelToken& cancel) = 0;
   // Removes a placed sandbox; one already gone is no error.
   virtual Status release(const std::string& claim) = 0;
   // What it places, for the log and the instructions: "agent-sandbox's warm pool NAME".

@@ -20,6 +20,7 @@ constexpr const char* kManaged = "io.backyard-mcp.placement";
 constexpr const char* kSessionLabel = "io.backyard-mcp.session";
 constexpr const char* kTenantLabel = "io.backyard-mcp.tenant";
 constexpr const char* kFrontLabel = "io.backyard-mcp.front";
+constexpr const char* kRuntimeLabel = "io.backyard-mcp.runtime";
 constexpr const char* kSecretFile = "backyard-agent-token";
 constexpr int64_t kAgentUid = 65532;
 
@@ -88,12 +89,14 @@ Result<std::unique_ptr<SwarmPlacement>> SwarmPlacement::open(SwarmOptions option
   return p;
 }
 
-json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& session) const {
+json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& session,
+                                 const Runtime& runtime,
+                                 const std::vector<std::string>& constraints) const {
   const SwarmOptions& o = options_;
   const std::string name = "byd-" + session;
   const std::string health = "http://127.0.0.1:" + std::to_string(o.agent_port) + "/healthz";
   const json container = {
-      {"Image", o.image},
+      {"Image", runtime.image.empty() ? o.image : runtime.image},
       {"Env",
        {"BACKYARD_TOKEN_FILE=/run/secrets/" + std::string(kSecretFile),
         "BACKYARD_LISTEN=0.0.0.0:" + std::to_string(o.agent_port),
@@ -118,23 +121,42 @@ json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& s
         {"Interval", int64_t{200'000'000}},
         {"Timeout", int64_t{2'000'000'000}},
         {"Retries", 300}}}};
+  json labels = {{kManaged, "swarm"},
+                 {kSessionLabel, session},
+                 {kTenantLabel, tenant},
+                 {kFrontLabel, o.front}};
+  if (!runtime.name.empty()) labels[kRuntimeLabel] = runtime.name;
   return {{"Name", name},
-          {"Labels",
-           {{kManaged, "swarm"},
-            {kSessionLabel, session},
-            {kTenantLabel, tenant},
-            {kFrontLabel, o.front}}},
+          {"Labels", labels},
           {"TaskTemplate",
            {{"ContainerSpec", container},
             {"Resources",
              {{"Limits",
-               {{"MemoryBytes", o.memory_bytes},
-                {"NanoCPUs", static_cast<int64_t>(o.cpus * 1e9)},
-                {"Pids", o.pids}}}}},
+               {{"MemoryBytes", runtime.memory_bytes.value_or(o.memory_bytes)},
+                {"NanoCPUs", static_cast<int64_t>(runtime.cpus.value_or(o.cpus) * 1e9)},
+                {"Pids", runtime.pids.value_or(o.pids)}}}}},
+            {"Placement", {{"Constraints", constraints}}},
             {"RestartPolicy", {{"Condition", "any"}, {"Delay", int64_t{100'000'000}}}},
             {"Networks", {{{"Target", network_id_}, {"Aliases", {name}}}}}}},
           {"Mode", {{"Replicated", {{"Replicas", 1}}}}},
           {"EndpointSpec", {{"Mode", "dnsrr"}}}};
+}
+
+Result<std::vector<std::string>> SwarmPlacement::constraintsFor(const Runtime& runtime) const {
+  if (runtime.name.empty()) return std::vector<std::string>{};
+  const std::string label = kRuntimeNodeLabel + runtime.name;
+  BYD_ASSIGN_OR_RETURN(json nodes, client_.request("GET", "/nodes"));
+  for (const json& n : nodes.is_array() ? nodes : json::array()) {
+    const json spec = n.value("Spec", json::object());
+    const json labels = spec.value("Labels", json::object());
+    const auto it = labels.find(label);
+    if (it != labels.end() && it->is_string() && *it == "true" &&
+        spec.value("Availability", "") == "active" &&
+        n.value("Status", json::object()).value("State", "") == "ready") {
+      return std::vector<std::string>{"node.labels." + label + "==true"};
+    }
+  }
+  return std::vector<std::string>{};  // no node is labelled for it (or none of those lives)
 }
 
 Result<SwarmPlacement::Tasks> SwarmPlacement::tasks(const std::string& service) const {
@@ -158,15 +180,17 @@ Result<SwarmPlacement::Tasks> SwarmPlacement::tasks(const std::string& service) 
 }
 
 Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::string& session,
-                                     const CancelToken& cancel) {
+                                     const Runtime& runtime, const CancelToken& cancel) {
   if (session.empty() || session.size() > 40 ||
       !std::all_of(session.begin(), session.end(),
                    [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; })) {
     return invalidArgument("session id '" + session + "' is no service name (letters, digits)");
   }
   const std::string name = "byd-" + session;
+  BYD_ASSIGN_OR_RETURN(const std::vector<std::string> constraints, constraintsFor(runtime));
   BYD_ASSIGN_OR_RETURN(json created,
-                       client_.request("POST", "/services/create", serviceSpec(tenant, session)));
+                       client_.request("POST", "/services/create",
+                                       serviceSpec(tenant, session, runtime, constraints)));
   (void)created;
   const auto fail = [&](Status s) -> Result<Placed> {
     if (Status gone = release(name); !gone.ok()) spdlog::warn("{}", gone.message());

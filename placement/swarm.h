@@ -8,13 +8,14 @@
 // The agent's token is a Swarm secret (made once from the token, named by its hash), mounted
 // at /run/secrets/backyard-agent-token; its workspace is the image's, in the container's own
 // layer (removed with it), and it runs as uid 65532 with no capabilities, under the service's
-// limits. The
+// limits (a runtime's, when the session asked for one: its image and limits). The
 // service's endpoint mode is dnsrr: its name resolves to its task's address on the network, so
 // no virtual IP (and no IPVS in the node's kernel) stands between the front and the agent.
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,10 @@
 #include "placement/placement.h"
 
 namespace byd::placement {
+
+// A node labelled with this and a runtime's name, "=true", is preferred for that runtime's
+// sessions: `docker node update --label-add io.backyard-mcp.runtime.NAME=true NODE`.
+inline constexpr const char* kRuntimeNodeLabel = "io.backyard-mcp.runtime.";
 
 struct SwarmOptions {
   std::string docker_host;                  // a manager's engine (DOCKER_HOST syntax)
@@ -47,7 +52,7 @@ class SwarmPlacement final : public Placement {
   // A service named byd-SESSION, labelled with the session, the tenant and the front; ready
   // when its task runs and its agent answers its health check.
   Result<Placed> place(const std::string& tenant, const std::string& session,
-                       const CancelToken& cancel) override;
+                       const Runtime& runtime, const CancelToken& cancel) override;
   Status release(const std::string& service) override;
   std::string describe() const override {
     return "a Docker Swarm service from " + options_.image + " on network " + options_.network;
@@ -58,7 +63,12 @@ class SwarmPlacement final : public Placement {
  private:
   SwarmPlacement(SwarmOptions options, docker::Client client)
       : options_(std::move(options)), client_(std::move(client)) {}
-  nlohmann::json serviceSpec(const std::string& tenant, const std::string& session) const;
+  nlohmann::json serviceSpec(const std::string& tenant, const std::string& session,
+                             const Runtime& runtime,
+                             const std::vector<std::string>& constraints) const;
+  // Where `runtime`'s sessions go: the nodes labelled for it (kRuntimeNodeLabel + its name =
+  // true) when one of them is ready and active, else any node (none: no constraint).
+  Result<std::vector<std::string>> constraintsFor(const Runtime& runtime) const;
   // What the service's tasks say: whether one runs (and on which node), the state of the one
   // Swarm wants running, and how many have failed (with the last one's error).
   struct Tasks {

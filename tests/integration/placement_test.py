@@ -346,6 +346,24 @@ class PlacementSettings(unittest.TestCase):
                           self.refused(*http, "--backend", "remote", "--placement", "kubernetes",
                                        "--agent-token-file", token.name,
                                        "--persist-containers"))
+            # Runtimes: a Swarm front's agents run an image every node has, under their own
+            # rules; a Kubernetes front's sandboxes are its warm pool's template.
+            swarm = [*http, "--backend", "remote", "--placement", "docker-swarm",
+                     "--agent-token-file", token.name]
+            for runtime, expected in (
+                    ({"base_image": "debian:12"},
+                     "runtime 'r': --placement docker-swarm runs an \"image\" every node has"),
+                    ({"image": "agent:1", "network": {"default": "deny"}},
+                     "runtime 'r': network: a Swarm session's agent judges its network by its "
+                     "own ruleset")):
+                with tempfile.NamedTemporaryFile("w", suffix=".json") as runtimes:
+                    json.dump({"r": runtime}, runtimes)
+                    runtimes.flush()
+                    self.assertIn(expected, self.refused(*swarm, "--runtimes", runtimes.name))
+                    self.assertIn("they need --backend docker or --placement docker-swarm",
+                                  self.refused(*http, "--backend", "remote", "--placement",
+                                               "kubernetes", "--agent-token-file", token.name,
+                                               "--runtimes", runtimes.name))
             # Outside a pod, with no API server named, the front says what is missing.
             env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
             r = subprocess.run([BINARY, *http, "--backend", "remote", "--placement", "kubernetes",

@@ -81,7 +81,7 @@ class Front:
     """The front's container, published on a loopback port of the same number (the port of
     the Host a loopback client names must be the one it listens on)."""
 
-    def __init__(self, tokens, name=FRONT, image=None):
+    def __init__(self, tokens, name=FRONT, image=None, extra=()):
         self.name = name
         self.port = agent_test.free_port()
         docker("rm", "-f", name, check=False)
@@ -94,7 +94,7 @@ class Front:
                "--token-file", "/run/tokens/front", "--backend", "remote",
                "--placement", "docker-swarm", "--swarm-network", NETWORK,
                "--agent-image", image or agent_test.AGENT_IMAGE, "--agent-token-file", "/run/tokens/agent",
-               "--container-memory", str(512 << 20), "--log-level", "info")
+               "--container-memory", str(512 << 20), "--log-level", "info", *extra)
         docker("network", "connect", NETWORK, name)
         docker("start", name)
 
@@ -125,14 +125,17 @@ class Front:
     def request(self, method, body=None, sid=None, timeout=180):
         return http_exchange(self.port, method, body, sid, FRONT_TOKEN, timeout)
 
-    def open(self):
-        """A new session: its id and the name of its service."""
+    def open(self, runtime=None):
+        """A new session (of `runtime`): its id and the name of its service."""
         before = set(services())
-        code, sid, _, payload = self.request("POST", {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "swarm-test", "version": "1"}}})
+        params = {"protocolVersion": "2025-11-25", "capabilities": {},
+                  "clientInfo": {"name": "swarm-test", "version": "1"}}
+        if runtime:
+            params["_meta"] = {"io.backyard/runtime": runtime}
+        code, sid, messages, payload = self.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         assert code == 200 and sid, (code, payload, self.logs())
+        self.instructions = messages[0]["result"].get("instructions", "")
         self.request("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
         made = set(services()) - before
         assert len(made) == 1, (made, self.logs())
@@ -200,6 +203,54 @@ class Swarm(unittest.TestCase):
         wait("the worker is ready", lambda: "Ready" in docker(
             "node", "ls", "--filter", "name=" + NODE, "--format", "{{.Status}}"), 60)
 
+    def test_a_runtime_gives_its_image_limits_and_labelled_nodes(self):
+        # "small": the agent's image with limits of its own, preferred on the worker (labelled
+        # for it); "anywhere": no node is labelled for it, so any node takes it.
+        with open(os.path.join(self.tmp.name, "runtimes.json"), "w") as f:
+            json.dump({"small": {"image": agent_test.AGENT_IMAGE, "description": "a small agent",
+                                 "limits": {"container_memory": 256 << 20, "cpus": 0.5,
+                                            "pids": 100, "max_timeout_s": 30}},
+                       "anywhere": {"image": agent_test.AGENT_IMAGE}}, f)
+        label = "io.backyard-mcp.runtime.small=true"
+        docker("node", "update", "--label-add", label, NODE)
+        self.addCleanup(lambda: docker("node", "update", "--label-rm",
+                                       "io.backyard-mcp.runtime.small", NODE, check=False))
+        front = Front(self.tmp.name, name=FRONT + "-runtimes",
+                      extra=("--runtimes", "/run/tokens/runtimes.json"))
+        self.addCleanup(front.stop)
+        small = [front.open("small") for _ in range(3)]
+        self.assertIn("It runs the runtime 'small': a small agent.", front.instructions)
+        placed = wait("the small sessions' agents run", lambda: (lambda s: s if all(
+            s.get(name) for _, name in small) else None)(services()), 60)
+        self.assertEqual({placed[name][0] for _, name in small}, {NODE}, placed)
+        spec = json.loads(docker("service", "inspect", small[0][1]))[0]["Spec"]
+        self.assertEqual(spec["Labels"]["io.backyard-mcp.runtime"], "small")
+        self.assertEqual(spec["TaskTemplate"]["Resources"]["Limits"],
+                         {"MemoryBytes": 256 << 20, "NanoCPUs": 500_000_000, "Pids": 100})
+        self.assertEqual(spec["TaskTemplate"]["Placement"]["Constraints"],
+                         ["node.labels.io.backyard-mcp.runtime.small==true"])
+        # The worker's engine gave its container those limits.
+        task = docker("service", "ps", small[0][1], "-q", "--no-trunc", "--filter",
+                      "desired-state=running").split()[0]
+        container = docker("inspect", "-f", "{{.Status.ContainerStatus.ContainerID}}", task)
+        self.assertEqual(docker("exec", NODE, "docker", "inspect", "-f",
+                                "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} "
+                                "{{.HostConfig.PidsLimit}}", container),
+                         f"{256 << 20} 500000000 100")
+        sid = small[0][0]
+        # The runtime's ceiling of a call's timeout holds at the front.
+        long = front.call(sid, "execute", command="true", timeout_s=60)
+        self.assertTrue(long.get("isError"), long)
+        self.assertIn("above the limit of 30 s (the max_timeout_s of runtime small)",
+                      long["content"][0]["text"])
+
+        sid, name = front.open("anywhere")
+        spec = json.loads(docker("service", "inspect", name))[0]["Spec"]
+        self.assertNotIn("Constraints", spec["TaskTemplate"].get("Placement", {}))
+        self.assertEqual(spec["TaskTemplate"]["Resources"]["Limits"]["MemoryBytes"], 512 << 20)
+        self.assertEqual(front.call(sid, "execute", command="echo any")["structuredContent"]
+                         ["stdout"], "any\n")
+
     def test_an_agent_that_cannot_start_is_named_and_removed(self):
         # An image that is no agent: its tasks end at once (on the worker, which lacks it, they
         # are rejected); after three the session is refused and its service removed.
@@ -248,13 +299,14 @@ class Swarm(unittest.TestCase):
 
         # The worker goes down: its sessions report their sandbox lost, then start afresh on the
         # manager at a later call; the others keep their state.
-        on_node = [(sid, name) for sid, name in opened if placed[name][0] == NODE]
-        on_manager = [(sid, name) for sid, name in opened if placed[name][0] == manager]
+        placed = services()  # where they run now (Swarm may have moved one since)
+        on_node = [(sid, name) for sid, name in opened if placed[name] == [NODE]]
+        on_manager = [(sid, name) for sid, name in opened if placed[name] == [manager]]
         self.assertTrue(on_node and on_manager, placed)
         docker("kill", NODE)
         docker("wait", NODE)  # its init gone, and with it every process it held, agents too
         lost = front.call(on_node[0][0], "execute", command="echo hello")
-        self.assertTrue(lost.get("isError"), lost)
+        self.assertTrue(lost.get("isError"), (lost, placed, front.logs()[-3000:]))
         # Never delivered, or sent on a connection the dead node never acknowledged.
         self.assertRegex(lost["content"][0]["text"], r"not reachable|was lost during tools/call")
 

@@ -194,7 +194,7 @@ class KubernetesPlacementTest : public ::testing::Test {
 TEST_F(KubernetesPlacementTest, AClaimIsCreatedWatchedUntilReadyRoutedAndDeleted) {
   replay("ready");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "s-42", cancel_);
+  auto placed = k8s.place("acme", "s-42", {}, cancel_);
   ASSERT_TRUE(placed.ok()) << placed.status().toString() << "; "
                            << ::testing::PrintToString(server_->mismatches());
   EXPECT_EQ(placed->claim, "byd-x7k2p");
@@ -219,7 +219,7 @@ TEST_F(KubernetesPlacementTest, AClaimIsCreatedWatchedUntilReadyRoutedAndDeleted
 TEST_F(KubernetesPlacementTest, AWatchTooOldStartsOverFromTheClaimReadAfresh) {
   replay("gone");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "s-1", cancel_);
+  auto placed = k8s.place("acme", "s-1", {}, cancel_);
   ASSERT_TRUE(placed.ok()) << placed.status().toString() << "; "
                            << ::testing::PrintToString(server_->mismatches());
   EXPECT_EQ(placed->url, "http://byd-m2n9c.agents.svc.cluster.local:8080/mcp");
@@ -233,7 +233,7 @@ TEST_F(KubernetesPlacementTest, AClaimNeverReadyIsDeletedAtTheDeadlineAndSaysWhy
   o.request_timeout = std::chrono::milliseconds(1000);
   placement::KubernetesPlacement k8s(o);
   const auto start = Clock::now();
-  auto placed = k8s.place("acme", "s-2", cancel_);
+  auto placed = k8s.place("acme", "s-2", {}, cancel_);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kDeadlineExceeded);
@@ -249,7 +249,7 @@ TEST_F(KubernetesPlacementTest, AClaimNeverReadyIsDeletedAtTheDeadlineAndSaysWhy
 TEST_F(KubernetesPlacementTest, ForbiddenNamesTheRoleAndTheServersReason) {
   replay("forbidden");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "s-3", cancel_);
+  auto placed = k8s.place("acme", "s-3", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kPermissionDenied);
   EXPECT_NE(placed.status().message().find("HTTP 403"), std::string::npos);
@@ -262,7 +262,7 @@ TEST_F(KubernetesPlacementTest, ForbiddenNamesTheRoleAndTheServersReason) {
 TEST_F(KubernetesPlacementTest, AConflictIsTriedOnceMoreThenReported) {
   replay("conflict");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "s-4", cancel_);
+  auto placed = k8s.place("acme", "s-4", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kAlreadyExists);
   EXPECT_NE(placed.status().message().find("already exists"), std::string::npos);
@@ -272,7 +272,7 @@ TEST_F(KubernetesPlacementTest, AConflictIsTriedOnceMoreThenReported) {
 TEST_F(KubernetesPlacementTest, ASandboxWithoutAServiceIsReportedAndItsClaimDeleted) {
   replay("no_service");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "s-5", cancel_);
+  auto placed = k8s.place("acme", "s-5", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_NE(placed.status().message().find("service: true"), std::string::npos)
       << placed.status().message();
@@ -287,7 +287,7 @@ TEST_F(KubernetesPlacementTest, ACancelledWaitDeletesItsClaim) {
   });
   placement::KubernetesPlacement k8s(options());
   const auto start = Clock::now();
-  auto placed = k8s.place("acme", "s-8", cancel_);
+  auto placed = k8s.place("acme", "s-8", {}, cancel_);
   canceller.join();
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kCancelled);
@@ -300,7 +300,7 @@ TEST_F(KubernetesPlacementTest, ACreateCutShortIsFoundByItsLabelAndDeleted) {
   auto o = options();
   o.request_timeout = std::chrono::milliseconds(1000);
   placement::KubernetesPlacement k8s(o);
-  auto placed = k8s.place("acme", "s-7", cancel_);
+  auto placed = k8s.place("acme", "s-7", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_NE(placed.status().message().find("did not answer POST"), std::string::npos)
       << placed.status().message();
@@ -310,7 +310,7 @@ TEST_F(KubernetesPlacementTest, ACreateCutShortIsFoundByItsLabelAndDeleted) {
 TEST_F(KubernetesPlacementTest, ASessionIdThatIsNoLabelValueIsRefusedBeforeAnyRequest) {
   replay("forbidden");
   placement::KubernetesPlacement k8s(options());
-  auto placed = k8s.place("acme", "-bad/session-", cancel_);
+  auto placed = k8s.place("acme", "-bad/session-", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(server_->tokens().size(), 0u);  // nothing was sent
@@ -321,7 +321,7 @@ TEST_F(KubernetesPlacementTest, AnApiServerThatIsNotThereIsNamed) {
   auto o = options();
   o.api_server = "http://127.0.0.1:1";
   placement::KubernetesPlacement k8s(o);
-  auto placed = k8s.place("acme", "s-6", cancel_);
+  auto placed = k8s.place("acme", "s-6", {}, cancel_);
   ASSERT_FALSE(placed.ok());
   EXPECT_NE(placed.status().message().find("did not answer POST"), std::string::npos)
       << placed.status().message();
