@@ -480,13 +480,13 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::placed(const Request& requ
   // The claim's label: a name of the front's own, which no client chooses.
   const std::string id = "s" + randomHex(12);
   const CancelToken never;
-  placement::Runtime wanted;
+  placement::Spec wanted{.named = request.name};
   if (runtime != nullptr) {
-    wanted = {.name = runtime->name,
-              .image = runtime->image,
-              .memory_bytes = runtime->memory_bytes,
-              .cpus = runtime->cpus,
-              .pids = runtime->pids};
+    wanted.runtime = runtime->name;
+    wanted.image = runtime->image;
+    wanted.memory_bytes = runtime->memory_bytes;
+    wanted.cpus = runtime->cpus;
+    wanted.pids = runtime->pids;
   }
   BYD_ASSIGN_OR_RETURN(placement::Placed where,
                        placement_->place(request.tenant, id, wanted, never));

@@ -190,8 +190,11 @@ Result<std::string> SessionFactory::storedRead(const Request& request, const std
 }
 
 Status SessionFactory::purge(const Request& request) {
-  BYD_ASSIGN_OR_RETURN(const std::string under, storeOf(request));
   const auto key = std::make_pair(request.tenant, request.name);
+  // --placement: the workspace is the placement's to keep (a Swarm volume on its node).
+  Result<std::string> store = placement_ ? Result<std::string>("") : storeOf(request);
+  if (!store.ok()) return store.status();
+  const std::string under = *store;
   const std::string dir = under + "/named-" + request.name;
   std::shared_ptr<SessionStack> dropped;
   bool known = false;
@@ -210,6 +213,10 @@ Status SessionFactory::purge(const Request& request) {
   }
   dropped.reset();  // stops now unless a connection still ending holds it
   const Status done = [&]() -> Status {
+    if (placement_) {
+      const Status forgot = placement_->forget(request.tenant, request.name);
+      return forgot.code() == Code::kNotFound && known ? okStatus() : forgot;
+    }
     struct stat st {};
     if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return known ? okStatus() : notFound("no stored session '" + request.name + "'");

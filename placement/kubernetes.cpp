@@ -256,9 +256,9 @@ Result<std::string> KubernetesPlacement::sandboxUrl(const std::string& sandbox,
 }
 
 Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::string& session,
-                                          const Runtime& runtime, const CancelToken& cancel) {
-  if (!runtime.name.empty()) {
-    return invalidArgument("runtime '" + runtime.name + "': the warm pool's SandboxTemplate " +
+                                          const Spec& spec, const CancelToken& cancel) {
+  if (!spec.runtime.empty()) {
+    return invalidArgument("runtime '" + spec.runtime + "': the warm pool's SandboxTemplate " +
                            "names the image and limits of every sandbox it claims from");
   }
   if (!labelValue(session)) {

@@ -49,11 +49,16 @@ class KubernetesPlacement final : public Placement {
   // annotation), waits until it is ready and says where its agent listens. A claim that does
   // not become ready in time, or whose wait is cancelled, is deleted, and the error names its
   // last Ready reason and message; a create that failed midway is looked for by its label.
-  Result<Placed> place(const std::string& tenant, const std::string& session,
-                       const Runtime& runtime, const CancelToken& cancel) override;
+  Result<Placed> place(const std::string& tenant, const std::string& session, const Spec& spec,
+                       const CancelToken& cancel) override;
   // Deletes a claim (and with it, by agent-sandbox's ownership, its Sandbox and pod); one
   // already gone is no error.
   Status release(const std::string& claim) override;
+  // A named session's workspace goes with its sandbox: none is kept.
+  Status forget(const std::string& tenant, const std::string& name) override {
+    return notFound("no workspace of session '" + name + "' of tenant '" + tenant +
+                    "' is kept: under Kubernetes a workspace goes with its sandbox");
+  }
   std::string describe() const override {
     return "agent-sandbox's warm pool " + options_.warm_pool + " in namespace " +
            options_.namespace_;

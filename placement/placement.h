@@ -21,27 +21,35 @@ struct Placed {
   std::string url;      // http://NAME:PORT/mcp
 };
 
-// The runtime a session asked for (--runtimes): its name, and its image and limits in place of
-// the placement's own. None (an empty name): the placement's image and limits.
-struct Runtime {
-  std::string name;
+// What a session's sandbox is made of.
+struct Spec {
+  // The runtime it asked for (--runtimes): its name, and its image and limits in place of the
+  // placement's own. None (an empty name): the placement's image and limits.
+  std::string runtime;
   std::string image;
   std::optional<int64_t> memory_bytes;
   std::optional<double> cpus;
   std::optional<int64_t> pids;
+  // A named session's name: where the placement can, its workspace outlives its sandbox and is
+  // found again by the next session of its tenant and name, until forget(). "": an unnamed
+  // session's, gone with its sandbox.
+  std::string named;
 };
 
 class Placement {
  public:
   virtual ~Placement() = default;
   // Makes a sandbox for `session` (an id of the front's own, fit for a label or a name) of
-  // `tenant` with `runtime`, waits until its agent is ready and says where it listens. A
+  // `tenant` as `spec` says, waits until its agent is ready and says where it listens. A
   // sandbox that does not become ready in time, or whose wait is cancelled, is removed, and
   // the error says why.
   virtual Result<Placed> place(const std::string& tenant, const std::string& session,
-                               const Runtime& runtime, const CancelToken& cancel) = 0;
+                               const Spec& spec, const CancelToken& cancel) = 0;
   // Removes a placed sandbox; one already gone is no error.
   virtual Status release(const std::string& claim) = 0;
+  // Removes the workspace a named session of `tenant` kept (Spec::named); notFound when it
+  // kept none.
+  virtual Status forget(const std::string& tenant, const std::string& name) = 0;
   // What it places, for the log and the instructions: "agent-sandbox's warm pool NAME".
   virtual std::string describe() const = 0;
 };

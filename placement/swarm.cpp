@@ -21,6 +21,9 @@ constexpr const char* kSessionLabel = "io.backyard-mcp.session";
 constexpr const char* kTenantLabel = "io.backyard-mcp.tenant";
 constexpr const char* kFrontLabel = "io.backyard-mcp.front";
 constexpr const char* kRuntimeLabel = "io.backyard-mcp.runtime";
+constexpr const char* kNamedLabel = "io.backyard-mcp.named";
+constexpr const char* kNodeLabel = "io.backyard-mcp.node";
+constexpr const char* kWorkspace = "/workspace";
 constexpr const char* kSecretFile = "backyard-agent-token";
 constexpr int64_t kAgentUid = 65532;
 
@@ -90,13 +93,13 @@ Result<std::unique_ptr<SwarmPlacement>> SwarmPlacement::open(SwarmOptions option
 }
 
 json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& session,
-                                 const Runtime& runtime,
+                                 const Spec& spec, const std::string& volume,
                                  const std::vector<std::string>& constraints) const {
   const SwarmOptions& o = options_;
   const std::string name = "byd-" + session;
   const std::string health = "http://127.0.0.1:" + std::to_string(o.agent_port) + "/healthz";
   const json container = {
-      {"Image", runtime.image.empty() ? o.image : runtime.image},
+      {"Image", spec.image.empty() ? o.image : spec.image},
       {"Env",
        {"BACKYARD_TOKEN_FILE=/run/secrets/" + std::string(kSecretFile),
         "BACKYARD_LISTEN=0.0.0.0:" + std::to_string(o.agent_port),
@@ -104,8 +107,8 @@ json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& s
         "BACKYARD_ALLOW_HOST=" + name}},
       {"User", std::to_string(kAgentUid) + ":" + std::to_string(kAgentUid)},
       // The workspace is the image's /workspace (the agent's own) in the container's layer,
-      // gone with the container. Not a tmpfs: the engine's Swarm tmpfs mounts are root's and
-      // noexec, whatever mode is asked; not a volume: one the task made stays on its node.
+      // gone with the container (a named session's, a volume: below). Not a tmpfs: the
+      // engine's Swarm tmpfs mounts are root's and noexec, whatever mode is asked.
       {"CapabilityDrop", {"ALL"}},
       {"Secrets",
        {{{"File",
@@ -125,16 +128,27 @@ json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& s
                  {kSessionLabel, session},
                  {kTenantLabel, tenant},
                  {kFrontLabel, o.front}};
-  if (!runtime.name.empty()) labels[kRuntimeLabel] = runtime.name;
+  if (!spec.runtime.empty()) labels[kRuntimeLabel] = spec.runtime;
+  json task_container = container;
+  if (!volume.empty()) {
+    // A named session's workspace: a volume on its node, which a new volume starts as a copy
+    // of the image's /workspace (its owner the agent).
+    task_container["Mounts"] = {
+        {{"Type", "volume"},
+         {"Source", volume},
+         {"Target", kWorkspace},
+         {"VolumeOptions",
+          {{"Labels", {{kManaged, "swarm"}, {kTenantLabel, tenant}, {kNamedLabel, spec.named}}}}}}};
+  }
   return {{"Name", name},
           {"Labels", labels},
           {"TaskTemplate",
-           {{"ContainerSpec", container},
+           {{"ContainerSpec", task_container},
             {"Resources",
              {{"Limits",
-               {{"MemoryBytes", runtime.memory_bytes.value_or(o.memory_bytes)},
-                {"NanoCPUs", static_cast<int64_t>(runtime.cpus.value_or(o.cpus) * 1e9)},
-                {"Pids", runtime.pids.value_or(o.pids)}}}}},
+               {{"MemoryBytes", spec.memory_bytes.value_or(o.memory_bytes)},
+                {"NanoCPUs", static_cast<int64_t>(spec.cpus.value_or(o.cpus) * 1e9)},
+                {"Pids", spec.pids.value_or(o.pids)}}}}},
             {"Placement", {{"Constraints", constraints}}},
             {"RestartPolicy", {{"Condition", "any"}, {"Delay", int64_t{100'000'000}}}},
             {"Networks", {{{"Target", network_id_}, {"Aliases", {name}}}}}}},
@@ -142,9 +156,9 @@ json SwarmPlacement::serviceSpec(const std::string& tenant, const std::string& s
           {"EndpointSpec", {{"Mode", "dnsrr"}}}};
 }
 
-Result<std::vector<std::string>> SwarmPlacement::constraintsFor(const Runtime& runtime) const {
-  if (runtime.name.empty()) return std::vector<std::string>{};
-  const std::string label = kRuntimeNodeLabel + runtime.name;
+Result<std::vector<std::string>> SwarmPlacement::constraintsFor(const Spec& spec) const {
+  if (spec.runtime.empty()) return std::vector<std::string>{};
+  const std::string label = kRuntimeNodeLabel + spec.runtime;
   BYD_ASSIGN_OR_RETURN(json nodes, client_.request("GET", "/nodes"));
   for (const json& n : nodes.is_array() ? nodes : json::array()) {
     const json spec = n.value("Spec", json::object());
@@ -180,17 +194,41 @@ Result<SwarmPlacement::Tasks> SwarmPlacement::tasks(const std::string& service) 
 }
 
 Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::string& session,
-                                     const Runtime& runtime, const CancelToken& cancel) {
+                                     const Spec& spec, const CancelToken& cancel) {
   if (session.empty() || session.size() > 40 ||
       !std::all_of(session.begin(), session.end(),
                    [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; })) {
     return invalidArgument("session id '" + session + "' is no service name (letters, digits)");
   }
   const std::string name = "byd-" + session;
-  BYD_ASSIGN_OR_RETURN(const std::vector<std::string> constraints, constraintsFor(runtime));
+  // A named session's workspace is kept in a volume on the node that ran it last: there again
+  // while that node lives, else afresh where Swarm places it.
+  std::string volume;
+  std::optional<Kept> kept;
+  std::vector<std::string> constraints;
+  if (!spec.named.empty()) {
+    volume = keptVolume(tenant, spec.named);
+    BYD_ASSIGN_OR_RETURN(kept, keptOn(volume));
+    if (kept) {
+      BYD_ASSIGN_OR_RETURN(const bool lives, nodeLives(kept->node));
+      if (lives) {
+        constraints.push_back("node.id==" + kept->node);
+      } else {
+        spdlog::warn(
+            "session '{}' of tenant '{}': its workspace (volume {}) is on node {}, which is "
+            "down or gone: it starts afresh on another node",
+            spec.named, tenant, volume, kept->node);
+        if (Status s = removeConfig(kept->config); !s.ok()) spdlog::warn("{}", s.message());
+        kept.reset();
+      }
+    }
+  }
+  if (constraints.empty()) {
+    BYD_ASSIGN_OR_RETURN(constraints, constraintsFor(spec));
+  }
   BYD_ASSIGN_OR_RETURN(json created,
                        client_.request("POST", "/services/create",
-                                       serviceSpec(tenant, session, runtime, constraints)));
+                                       serviceSpec(tenant, session, spec, volume, constraints)));
   (void)created;
   const auto fail = [&](Status s) -> Result<Placed> {
     if (Status gone = release(name); !gone.ok()) spdlog::warn("{}", gone.message());
@@ -218,9 +256,16 @@ Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::strin
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (!volume.empty() && !now.node.empty() && (!kept || kept->node != now.node)) {
+    // Where the workspace is, for the next session of that name.
+    Status remembered = kept ? removeConfig(kept->config) : okStatus();
+    if (remembered.ok()) remembered = rememberNode(volume, tenant, spec.named, now.node);
+    if (!remembered.ok()) spdlog::warn("volume {}: {}", volume, remembered.message());
+  }
   Placed placed;
   placed.claim = name;
   placed.sandbox = now.node.empty() ? name : name + " on node " + now.node.substr(0, 12);
+  if (!volume.empty()) placed.sandbox += ", its workspace kept in volume " + volume;
   placed.url = "http://" + name + ":" + std::to_string(options_.agent_port) + "/mcp";
   return placed;
 }
@@ -231,6 +276,134 @@ Status SwarmPlacement::release(const std::string& service) {
   if (r->status == 200 || r->status == 404) return okStatus();
   return failedPrecondition("the engine could not remove Swarm service " + service + " (HTTP " +
                             std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+std::string SwarmPlacement::keptVolume(const std::string& tenant, const std::string& name) const {
+  // By the network too: two fronts' swarms on one engine keep apart.
+  auto digest = mcp::sha256Hex(options_.network + "\n" + tenant + "\n" + name);
+  return "byd-ws-" + (digest.ok() ? digest->substr(0, 24) : name);
+}
+
+Result<std::optional<SwarmPlacement::Kept>> SwarmPlacement::keptOn(
+    const std::string& volume) const {
+  BYD_ASSIGN_OR_RETURN(json configs,
+                       client_.request("GET", "/configs?filters=" + filters("name", volume)));
+  for (const json& c : configs.is_array() ? configs : json::array()) {
+    const json spec = c.value("Spec", json::object());
+    if (spec.value("Name", "") != volume) continue;  // the filter matches a prefix
+    const json labels = spec.value("Labels", json::object());
+    return std::optional<Kept>(
+        Kept{.config = c.value("ID", ""), .node = labels.value(kNodeLabel, "")});
+  }
+  return std::optional<Kept>();
+}
+
+Status SwarmPlacement::rememberNode(const std::string& volume, const std::string& tenant,
+                                    const std::string& name, const std::string& node) {
+  return client_
+      .request("POST", "/configs/create",
+               json{{"Name", volume},
+                    {"Data", base64Encode(node)},
+                    {"Labels",
+                     {{kManaged, "swarm"},
+                      {kTenantLabel, tenant},
+                      {kNamedLabel, name},
+                      {kNodeLabel, node}}}})
+      .status();
+}
+
+Status SwarmPlacement::removeConfig(const std::string& id) {
+  auto r = client_.call("DELETE", "/configs/" + urlEncode(id));
+  if (!r.ok()) return r.status();
+  if (r->status == 200 || r->status == 204 || r->status == 404) return okStatus();
+  return failedPrecondition("the engine could not remove Swarm config " + id + " (HTTP " +
+                            std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+Result<bool> SwarmPlacement::nodeLives(const std::string& node) const {
+  if (node.empty()) return false;
+  auto r = client_.request("GET", "/nodes/" + urlEncode(node));
+  if (!r.ok()) {
+    if (r.status().code() == Code::kNotFound) return false;
+    return r.status();
+  }
+  return r->value("Spec", json::object()).value("Availability", "") == "active" &&
+         r->value("Status", json::object()).value("State", "") == "ready";
+}
+
+Status SwarmPlacement::forget(const std::string& tenant, const std::string& name) {
+  const std::string volume = keptVolume(tenant, name);
+  BYD_ASSIGN_OR_RETURN(const std::optional<Kept> kept, keptOn(volume));
+  if (!kept) {
+    return notFound("no workspace of session '" + name + "' of tenant '" + tenant + "' is kept");
+  }
+  BYD_ASSIGN_OR_RETURN(const bool lives, nodeLives(kept->node));
+  if (!lives) {
+    BYD_RETURN_IF_ERROR(removeConfig(kept->config));
+    return failedPrecondition(
+        "the workspace of session '" + name + "' (volume " + volume + ") is on node " + kept->node +
+        ", which is down or gone: remove it there (docker volume rm " + volume + ")");
+  }
+  BYD_RETURN_IF_ERROR(removeVolume(volume, kept->node));
+  return removeConfig(kept->config);
+}
+
+Status SwarmPlacement::removeVolume(const std::string& volume, const std::string& node) {
+  // Only the node's engine removes its volume: a job on that node asks it, through its socket,
+  // until the session's container that still holds the volume is gone (at most a minute).
+  const std::string job = "byd-forget-" + randomHex(6);
+  const std::string script =
+      "for i in $(seq 120); do c=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "
+      "/var/run/docker.sock -X DELETE http://localhost/volumes/" +
+      volume +
+      "); case $c in 204|404) exit 0;; esac; sleep 0.5; done; echo \"HTTP $c\" >&2; exit 1";
+  const json spec = {
+      {"Name", job},
+      {"Labels", {{kManaged, "swarm"}, {kFrontLabel, options_.front}}},
+      {"TaskTemplate",
+       {{"ContainerSpec",
+         {{"Image", options_.image},
+          {"Command", {"/bin/sh", "-c", script}},
+          {"User", "0:0"},
+          {"Healthcheck", {{"Test", {"NONE"}}}},
+          {"Mounts",
+           {{{"Type", "bind"},
+             {"Source", "/var/run/docker.sock"},
+             {"Target", "/var/run/docker.sock"}}}}}},
+        {"Placement", {{"Constraints", {"node.id==" + node}}}},
+        {"RestartPolicy", {{"Condition", "none"}}}}},
+      {"Mode", {{"ReplicatedJob", {{"MaxConcurrent", 1}, {"TotalCompletions", 1}}}}}};
+  BYD_ASSIGN_OR_RETURN(json created, client_.request("POST", "/services/create", spec));
+  (void)created;
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  Status done = okStatus();
+  while (true) {
+    auto seen = client_.request("GET", "/tasks?filters=" + filters("service", job));
+    if (!seen.ok()) {
+      done = seen.status();
+      break;
+    }
+    std::string state = "pending", error;
+    for (const json& t : seen->is_array() ? *seen : json::array()) {
+      const json status = t.value("Status", json::object());
+      state = status.value("State", "pending");
+      error = status.value("Err", "");
+    }
+    if (state == "complete") break;
+    if (state == "failed" || state == "rejected") {
+      done = failedPrecondition("node " + node + " could not remove volume " + volume + " (" +
+                                state + ": " + error + ")");
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      done = Status(Code::kDeadlineExceeded, "node " + node + " did not remove volume " + volume +
+                                                 " within 90 s (its job is " + state + ")");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (Status gone = release(job); !gone.ok()) spdlog::warn("{}", gone.message());
+  return done;
 }
 
 Status SwarmPlacement::releaseAll() {

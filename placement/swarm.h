@@ -7,13 +7,17 @@
 //
 // The agent's token is a Swarm secret (made once from the token, named by its hash), mounted
 // at /run/secrets/backyard-agent-token; its workspace is the image's, in the container's own
-// layer (removed with it), and it runs as uid 65532 with no capabilities, under the service's
+// layer (removed with it). A named session's is a volume on its node instead, kept when the
+// session ends and mounted again by the next session of its name while that node lives (a
+// Swarm config of the volume's name records the node); purged, a job on the node removes it.
+// It runs as uid 65532 with no capabilities, under the service's
 // limits (a runtime's, when the session asked for one: its image and limits). The
 // service's endpoint mode is dnsrr: its name resolves to its task's address on the network, so
 // no virtual IP (and no IPVS in the node's kernel) stands between the front and the agent.
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +55,11 @@ class SwarmPlacement final : public Placement {
 
   // A service named byd-SESSION, labelled with the session, the tenant and the front; ready
   // when its task runs and its agent answers its health check.
-  Result<Placed> place(const std::string& tenant, const std::string& session,
-                       const Runtime& runtime, const CancelToken& cancel) override;
+  Result<Placed> place(const std::string& tenant, const std::string& session, const Spec& spec,
+                       const CancelToken& cancel) override;
   Status release(const std::string& service) override;
+  // The kept volume removed on its node, and the config that named the node.
+  Status forget(const std::string& tenant, const std::string& name) override;
   std::string describe() const override {
     return "a Docker Swarm service from " + options_.image + " on network " + options_.network;
   }
@@ -63,12 +69,28 @@ class SwarmPlacement final : public Placement {
  private:
   SwarmPlacement(SwarmOptions options, docker::Client client)
       : options_(std::move(options)), client_(std::move(client)) {}
+  // `volume`: a named session's kept workspace ("" none).
   nlohmann::json serviceSpec(const std::string& tenant, const std::string& session,
-                             const Runtime& runtime,
+                             const Spec& spec, const std::string& volume,
                              const std::vector<std::string>& constraints) const;
   // Where `runtime`'s sessions go: the nodes labelled for it (kRuntimeNodeLabel + its name =
   // true) when one of them is ready and active, else any node (none: no constraint).
-  Result<std::vector<std::string>> constraintsFor(const Runtime& runtime) const;
+  Result<std::vector<std::string>> constraintsFor(const Spec& spec) const;
+  // A named session's kept workspace: the volume's name, and the Swarm config of that name
+  // which says the node that holds it (none: nothing kept).
+  struct Kept {
+    std::string config;  // its id
+    std::string node;
+  };
+  std::string keptVolume(const std::string& tenant, const std::string& name) const;
+  Result<std::optional<Kept>> keptOn(const std::string& volume) const;
+  Status rememberNode(const std::string& volume, const std::string& tenant, const std::string& name,
+                      const std::string& node);
+  Status removeConfig(const std::string& id);
+  // Whether `node` is in the swarm, ready and active.
+  Result<bool> nodeLives(const std::string& node) const;
+  // Removes `volume` on `node`, by a job there.
+  Status removeVolume(const std::string& volume, const std::string& node);
   // What the service's tasks say: whether one runs (and on which node), the state of the one
   // Swarm wants running, and how many have failed (with the last one's error).
   struct Tasks {

@@ -77,6 +77,15 @@ def services():
     return out
 
 
+def kept_volumes(node, named=None):
+    """The named sessions' volumes on `node` (a host name), of `named` or of every one."""
+    flt = ["--filter", "label=" + LABEL]
+    if named:
+        flt += ["--filter", "label=io.backyard-mcp.named=" + named]
+    on = [] if node == docker("info", "--format", "{{.Name}}") else ["exec", NODE, "docker"]
+    return docker(*on, "volume", "ls", "-q", *flt).split()
+
+
 class Front:
     """The front's container, published on a loopback port of the same number (the port of
     the Host a loopback client names must be the one it listens on)."""
@@ -125,13 +134,16 @@ class Front:
     def request(self, method, body=None, sid=None, timeout=180):
         return http_exchange(self.port, method, body, sid, FRONT_TOKEN, timeout)
 
-    def open(self, runtime=None):
-        """A new session (of `runtime`): its id and the name of its service."""
+    def open(self, runtime=None, named=None):
+        """A new session (of `runtime`, under the name `named`): its id and the name of its
+        service."""
         before = set(services())
         params = {"protocolVersion": "2025-11-25", "capabilities": {},
-                  "clientInfo": {"name": "swarm-test", "version": "1"}}
+                  "clientInfo": {"name": "swarm-test", "version": "1"}, "_meta": {}}
         if runtime:
-            params["_meta"] = {"io.backyard/runtime": runtime}
+            params["_meta"]["io.backyard/runtime"] = runtime
+        if named:
+            params["_meta"]["io.backyard/session"] = named
         code, sid, messages, payload = self.request("POST", {
             "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         assert code == 200 and sid, (code, payload, self.logs())
@@ -148,6 +160,16 @@ class Front:
         answer = [m for m in messages if m.get("id") == 9]
         assert answer, payload
         return answer[0]["result"]
+
+    def api(self, method, path):
+        """/api/PATH: (status, its JSON answer)."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}", method=method,
+                                     headers={"Authorization": "Bearer " + FRONT_TOKEN})
+        try:
+            with urllib.request.urlopen(req, timeout=180) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
 
     def stop(self):
         docker("stop", "-t", "60", self.name, check=False, timeout=90)
@@ -202,6 +224,52 @@ class Swarm(unittest.TestCase):
         docker("exec", NODE, "docker", "swarm", "join", "--token", token, manager + ":2377")
         wait("the worker is ready", lambda: "Ready" in docker(
             "node", "ls", "--filter", "name=" + NODE, "--format", "{{.Status}}"), 60)
+
+    def test_a_named_session_keeps_its_workspace_on_its_node_until_purged(self):
+        front = Front(self.tmp.name, name=FRONT + "-named", extra=("--session-idle", "1"))
+        self.addCleanup(front.stop)
+        # On the worker, whose volumes the manager cannot remove itself: the manager drained.
+        manager = docker("info", "--format", "{{.Name}}")
+        docker("node", "update", "--availability", "drain", manager)
+        self.addCleanup(lambda: docker("node", "update", "--availability", "active", manager))
+        sid, service = front.open(named="work")
+        node = wait("the named session's agent runs", lambda: services().get(service), 60)[0]
+        self.assertEqual(node, NODE)
+        docker("node", "update", "--availability", "active", manager)
+        wrote = front.call(sid, "write_file", path="keep.txt", content="kept\n")
+        self.assertFalse(wrote.get("isError"), wrote)
+        self.assertEqual(front.request("DELETE", sid=sid)[0], 200)
+        # Unused for --session-idle, its service goes; its volume stays on its node.
+        wait("the named session's service is removed", lambda: service not in services(), 60)
+        self.assertEqual(len(kept_volumes(node, "work")), 1, kept_volumes(node))
+
+        # The next session of that name runs on that node, on those files.
+        sid, service = front.open(named="work")
+        self.assertEqual(wait("its agent runs", lambda: services().get(service), 60), [node])
+        ran = front.call(sid, "execute", command="cat keep.txt; echo more >> keep.txt; id -u")
+        self.assertEqual(ran["structuredContent"]["stdout"], "kept\n65532\n", ran)
+        constraints = json.loads(docker("service", "inspect", service))[0]["Spec"][
+            "TaskTemplate"]["Placement"]["Constraints"]
+        self.assertEqual(len(constraints), 1)
+        self.assertRegex(constraints[0], r"^node\.id==\w+$")
+        # Another name is another workspace.
+        other_sid, _ = front.open(named="other")
+        ran = front.call(other_sid, "execute", command="ls")
+        self.assertEqual(ran["structuredContent"]["stdout"], "", ran)
+
+        # Purged, the session ends and its volume is removed on its node, by a job that is
+        # removed too; a name that kept nothing is named so.
+        self.assertEqual(front.api("DELETE", "sessions/work"), (200, {"purged": "work"}))
+        self.assertEqual(kept_volumes(node, "work"), [])
+        self.assertNotIn(service, services())
+        code, answer = front.api("DELETE", "sessions/never")
+        self.assertEqual(code, 404, answer)
+        self.assertIn("no workspace of session 'never'", json.dumps(answer))
+        self.assertEqual(front.api("DELETE", "sessions/other")[0], 200)
+        for n in (docker("info", "--format", "{{.Name}}"), NODE):
+            self.assertEqual(kept_volumes(n), [], n)
+        self.assertEqual(docker("config", "ls", "-q", "--filter", "label=" + LABEL), "")
+        self.assertEqual(docker("service", "ls", "-q", "--filter", "name=byd-forget-"), "")
 
     def test_a_runtime_gives_its_image_limits_and_labelled_nodes(self):
         # "small": the agent's image with limits of its own, preferred on the worker (labelled
@@ -329,6 +397,7 @@ class Swarm(unittest.TestCase):
         # The front stops: every service it made is removed.
         logs = front.stop()
         self.assertEqual(services(), {}, logs)
+        self.assertEqual(kept_volumes(manager), [])
 
 
 def main():
