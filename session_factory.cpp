@@ -199,6 +199,13 @@ std::shared_ptr<mcp::RemoteClient> remoteClient(const std::string& url, const st
   return std::make_shared<mcp::RemoteClient>(std::move(remote));
 }
 
+// This machine's (a container's, a pod's) host name: what a front labels its sandboxes with.
+std::string hostName() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
 // What the instructions of a runtime's session add.
 std::string runtimeSentence(const RuntimeSpec& runtime) {
   return " It runs the runtime '" + runtime.name + "'" +
@@ -400,7 +407,12 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
     }
     options.warm_pool = config_.kubernetes_warm_pool;
     options.agent_port = config_.agent_port;
-    placement_ = std::make_shared<placement::KubernetesPlacement>(std::move(options));
+    options.front = hostName();  // in a pod, its name
+    auto k8s = std::make_shared<placement::KubernetesPlacement>(std::move(options));
+    if (auto orphans = k8s->releaseOrphans(); !orphans.ok()) {
+      spdlog::warn("the claims earlier or replaced fronts left: {}", orphans.status().message());
+    }
+    placement_ = std::move(k8s);
   } else if (config_.placement == "docker-swarm") {
     placement::SwarmOptions options;
     options.docker_host = config_.docker.host;
@@ -411,9 +423,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
     options.memory_bytes = config_.docker.memory_bytes;
     options.cpus = config_.docker.cpus;
     options.pids = config_.docker.pids;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    options.front = host;
+    options.front = hostName();
     BYD_ASSIGN_OR_RETURN(placement_, placement::SwarmPlacement::open(std::move(options)));
   }
   BYD_ASSIGN_OR_RETURN(SessionStack first, open(config_, /*warm=*/true, guard_));

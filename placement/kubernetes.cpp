@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +20,8 @@ using nlohmann::json;
 
 constexpr const char* kClaimsApi = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/";
 constexpr const char* kSandboxesApi = "/apis/agents.x-k8s.io/v1beta1/namespaces/";
+constexpr const char* kPodsApi = "/api/v1/namespaces/";
+constexpr const char* kFrontLabel = "backyard-mcp/front";
 constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr size_t kMaxBody = 16 << 20;
 
@@ -266,17 +269,18 @@ Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::
                            "' is no Kubernetes label value (at most 63 letters, digits, '-', "
                            "'_' or '.', beginning and ending with a letter or digit)");
   }
-  // The session is a label (claims are found by it); the tenant's name, which may be no
-  // label value, an annotation.
-  const json claim_body = {
-      {"apiVersion", "extensions.agents.x-k8s.io/v1beta1"},
-      {"kind", "SandboxClaim"},
-      {"metadata",
-       {{"generateName", "byd-"},
-        {"labels",
-         {{"app.kubernetes.io/managed-by", "backyard-mcp"}, {"backyard-mcp/session", session}}},
-        {"annotations", {{"backyard-mcp/tenant", tenant}}}}},
-      {"spec", {{"warmPoolRef", {{"name", options_.warm_pool}}}}}};
+  // The session is a label (claims are found by it), and so is the front; the tenant's name,
+  // which may be no label value, an annotation.
+  json labels = {{"app.kubernetes.io/managed-by", "backyard-mcp"},
+                 {"backyard-mcp/session", session}};
+  if (labelValue(options_.front)) labels[kFrontLabel] = options_.front;
+  const json claim_body = {{"apiVersion", "extensions.agents.x-k8s.io/v1beta1"},
+                           {"kind", "SandboxClaim"},
+                           {"metadata",
+                            {{"generateName", "byd-"},
+                             {"labels", labels},
+                             {"annotations", {{"backyard-mcp/tenant", tenant}}}}},
+                           {"spec", {{"warmPoolRef", {{"name", options_.warm_pool}}}}}};
   // The claim is made whatever happens meanwhile: a create cut short may have been made all
   // the same, and is then found by its label and deleted.
   const CancelToken never;
@@ -406,6 +410,43 @@ Status KubernetesPlacement::releaseSession(const std::string& session) {
     if (!name.empty()) BYD_RETURN_IF_ERROR(release(name));
   }
   return okStatus();
+}
+
+Result<size_t> KubernetesPlacement::releaseOrphans() {
+  CancelToken never;
+  BYD_ASSIGN_OR_RETURN(
+      Reply found,
+      request("GET", claimsPath() + "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dbackyard-mcp",
+              nullptr, never));
+  if (found.status != 200) return apiError("list the claims backyard-mcp made", found);
+  const json list = json::parse(found.body, nullptr, false);
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) return 0;
+  std::map<std::string, bool> lives;  // by pod name
+  size_t deleted = 0;
+  for (const json& item : list["items"]) {
+    if (!item.is_object()) continue;
+    const json meta = item.value("metadata", json::object());
+    const std::string name = meta.value("name", "");
+    const std::string front = meta.value("labels", json::object()).value(kFrontLabel, "");
+    if (name.empty() || front.empty()) continue;  // none of a front's (made before the label)
+    if (front != options_.front && !lives.contains(front)) {
+      BYD_ASSIGN_OR_RETURN(
+          Reply pod,
+          request("GET", kPodsApi + options_.namespace_ + "/pods/" + front, nullptr, never));
+      if (pod.status != 200 && pod.status != 404) {
+        return apiError(
+            "read pod " + front + " (whether the front that made claim " + name + " lives)", pod);
+      }
+      lives[front] = pod.status == 200;
+    }
+    if (front != options_.front && lives[front]) continue;
+    spdlog::info("deleting SandboxClaim {}, left by {}", name,
+                 front == options_.front ? "an earlier run of this front"
+                                         : "front " + front + ", which is gone");
+    BYD_RETURN_IF_ERROR(release(name));
+    ++deleted;
+  }
+  return deleted;
 }
 
 Status KubernetesPlacement::release(const std::string& claim) {

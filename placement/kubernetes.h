@@ -29,7 +29,10 @@ struct KubernetesOptions {
   std::string token_file;  // the service account's token ("": none)
   std::string namespace_;  // where the claims are made; the service account's in a pod
   std::string warm_pool;   // the SandboxWarmPool sessions are checked out of
-  int agent_port = 8080;   // where the agent listens in the sandbox
+  // This front's pod name, a label of its claims ("": unlabelled): its claims that a killed
+  // run of it left, and those of a front whose pod is gone, are deleted by releaseOrphans().
+  std::string front;
+  int agent_port = 8080;  // where the agent listens in the sandbox
   std::string agent_path = "/mcp";
   // How long a claim may take to become ready, and one request (a watch is cut into pieces
   // of at most this, each resumed where the last ended).
@@ -65,6 +68,10 @@ class KubernetesPlacement final : public Placement {
   }
   // Deletes every claim labelled with `session`.
   Status releaseSession(const std::string& session);
+  // At start: deletes the claims this front's earlier runs left (labelled with its pod name)
+  // and those of fronts whose pods are gone (a replaced front's pod has another name); the
+  // claims of fronts that live are theirs. Says how many it deleted.
+  Result<size_t> releaseOrphans();
 
   struct Reply {
     long status = 0;

@@ -14,6 +14,7 @@ import os
 import random
 import re
 import signal
+import socket
 import string
 import subprocess
 import sys
@@ -32,6 +33,7 @@ BINARY = None
 NAMESPACE = "agents"
 CLAIMS = f"/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{NAMESPACE}/sandboxclaims"
 SANDBOXES = f"/apis/agents.x-k8s.io/v1beta1/namespaces/{NAMESPACE}/sandboxes/"
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods/"
 API_TOKEN = "api-token-for-the-front"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -45,6 +47,7 @@ class FakeApi:
         self.claims = {}  # name -> claim object
         self.requests = []  # (method, path, Authorization)
         self.refuse_create = False
+        self.pods = set()  # the pods that live, by name
         self.version = 1
         self.lock = threading.Lock()
         api = self
@@ -98,6 +101,13 @@ class FakeApi:
                                  if c["metadata"]["labels"].get(key) == value]
                     return self.reply(200, {"kind": "SandboxClaimList", "items": items,
                                             "metadata": {"resourceVersion": "1"}})
+                if method == "GET" and url.path.startswith(PODS):
+                    name = url.path[len(PODS):]
+                    if name not in api.pods:
+                        return self.reply(404, status(404, "NotFound",
+                                                      f'pods "{name}" not found'))
+                    return self.reply(200, {"apiVersion": "v1", "kind": "Pod",
+                                            "metadata": {"name": name, "namespace": NAMESPACE}})
                 if method == "GET" and url.path.startswith(SANDBOXES):
                     name = url.path[len(SANDBOXES):]
                     with api.lock:
@@ -287,6 +297,26 @@ class Placement(unittest.TestCase):
         self.assertEqual(self.api.claims, {}, "".join(front.log))
         for name in names_before:
             self.assertTrue(any(f"{name} removed" in line for line in front.log), name)
+
+    def test_a_starting_front_deletes_the_claims_of_fronts_that_are_gone(self):
+        # Claims left by an earlier run of this front (its host name, a pod's name in a pod),
+        # by a front whose pod is gone and by one whose pod lives.
+        host = socket.gethostname()
+        self.api.pods.add("front-live")
+        for name, front in (("byd-own00", host), ("byd-gone0", "front-gone"),
+                            ("byd-live0", "front-live")):
+            self.api.create({"metadata": {"generateName": "x", "labels": {
+                "app.kubernetes.io/managed-by": "backyard-mcp", "backyard-mcp/session": name,
+                "backyard-mcp/front": front}}, "spec": {"warmPoolRef": {"name": "pool-a"}}})
+        front = self.front()
+        left = {c["metadata"]["labels"]["backyard-mcp/front"] for c in self.api.claims.values()}
+        self.assertEqual(left, {"front-live"}, "".join(front.log))
+        self.assertTrue(any("front front-gone, which is gone" in line for line in front.log))
+        # Its own claims carry its name.
+        front.open()
+        made = [c for c in self.api.claims.values()
+                if c["metadata"]["labels"]["backyard-mcp/front"] != "front-live"]
+        self.assertEqual([c["metadata"]["labels"]["backyard-mcp/front"] for c in made], [host])
 
     def test_a_claim_the_api_server_refuses_is_named_and_the_front_serves_on(self):
         front = self.front()

@@ -193,7 +193,9 @@ class KubernetesPlacementTest : public ::testing::Test {
 
 TEST_F(KubernetesPlacementTest, AClaimIsCreatedWatchedUntilReadyRoutedAndDeleted) {
   replay("ready");
-  placement::KubernetesPlacement k8s(options());
+  auto o = options();
+  o.front = "backyard-front-7c9f8-abcde";
+  placement::KubernetesPlacement k8s(o);
   auto placed = k8s.place("acme", "s-42", {}, cancel_);
   ASSERT_TRUE(placed.ok()) << placed.status().toString() << "; "
                            << ::testing::PrintToString(server_->mismatches());
@@ -207,6 +209,7 @@ TEST_F(KubernetesPlacementTest, AClaimIsCreatedWatchedUntilReadyRoutedAndDeleted
   EXPECT_EQ(body["metadata"]["generateName"], "byd-");
   EXPECT_EQ(body["metadata"]["annotations"]["backyard-mcp/tenant"], "acme");
   EXPECT_EQ(body["metadata"]["labels"]["backyard-mcp/session"], "s-42");
+  EXPECT_EQ(body["metadata"]["labels"]["backyard-mcp/front"], "backyard-front-7c9f8-abcde");
   EXPECT_EQ(body["spec"]["warmPoolRef"]["name"], "backyard-agents");
   // A renewed token is read for the next request.
   tmp_.write("token", "service-account-token-2\n");
@@ -314,6 +317,19 @@ TEST_F(KubernetesPlacementTest, ASessionIdThatIsNoLabelValueIsRefusedBeforeAnyRe
   ASSERT_FALSE(placed.ok());
   EXPECT_EQ(placed.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(server_->tokens().size(), 0u);  // nothing was sent
+}
+
+TEST_F(KubernetesPlacementTest, ClaimsLeftByThisFrontOrByAFrontThatIsGoneAreDeletedAtStart) {
+  replay("orphans");
+  auto o = options();
+  o.front = "backyard-front-7c9f8-abcde";
+  placement::KubernetesPlacement k8s(o);
+  auto deleted = k8s.releaseOrphans();
+  ASSERT_TRUE(deleted.ok()) << deleted.status().toString() << "; "
+                            << ::testing::PrintToString(server_->mismatches());
+  // Its own earlier run's, and the two of the front whose pod is gone (read once).
+  EXPECT_EQ(*deleted, 3u);
+  expectAsRecorded();
 }
 
 TEST_F(KubernetesPlacementTest, AnApiServerThatIsNotThereIsNamed) {
