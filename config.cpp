@@ -459,10 +459,11 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
         !c.workspace_root.empty() || std::ranges::any_of(c.tenants, [](const TenantSpec& t) {
           return !t.workspace_root.empty();
         });
-    if (c.transport != "http" || !stored) {
+    if (c.transport != "http" || (!stored && c.placement != "docker-swarm")) {
       return invalidArgument(
           "--workspace-ttl needs --transport http and a workspace root (--workspace-root, or "
-          "a tenant's workspace_root) whose directories it deletes");
+          "a tenant's workspace_root) whose directories it deletes, or --placement "
+          "docker-swarm, whose named sessions' volumes it deletes");
     }
   }
   return out;

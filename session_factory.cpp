@@ -431,6 +431,8 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
   if (placement_) {
     stack->description = "a sandbox of its own for each session: " + placement_->describe();
     stack->instructions = placedInstructions("");
+    std::lock_guard lock(mu_);
+    if (config_.workspace_ttl_s > 0) startReaper();  // the kept workspaces of earlier runs too
     return stack;  // not a session's: each is placed when it begins
   }
   std::lock_guard lock(mu_);
@@ -840,7 +842,7 @@ void SessionFactory::reapNamed(std::stop_token stop) {
     }
     lock.unlock();
     idle.clear();  // sandboxes and kernels stop outside the lock
-    if (config_.workspace_ttl_s > 0) expireStored();
+    if (config_.workspace_ttl_s > 0) placement_ ? expirePlaced() : expireStored();
     lock.lock();
   }
 }

@@ -170,6 +170,8 @@ class SessionFactory {
                                    std::shared_ptr<void> owner, std::string instructions);
   // Deletes the stored sessions unopened for --workspace-ttl (the reaper thread, unlocked).
   void expireStored();
+  // The same for the workspaces the placement keeps.
+  void expirePlaced();
   void startReaper();  // under mu_
   // The named session's stack, found or made, leased to one more session.
   Result<mcp::SessionBackend> attach(const Request& request, const std::string& under,

@@ -691,7 +691,8 @@ std::vector<Setting> makeTable() {
        T::kNumber,
        "SECONDS",
        "HTTP, with workspace roots: a session's directory (and its kept container) unopened for "
-       "this long is deleted for good; 0 keeps them",
+       "this long is deleted for good (--placement docker-swarm: a named session's volume); 0 "
+       "keeps them",
        {},
        0,
        315360000,

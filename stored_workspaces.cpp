@@ -92,6 +92,36 @@ void SessionFactory::expireStored() {
   }
 }
 
+void SessionFactory::expirePlaced() {
+  auto kept = placement_->keptWorkspaces();
+  if (!kept.ok()) {
+    spdlog::warn("the kept workspaces of named sessions: {}", kept.status().message());
+    return;
+  }
+  const auto ttl = std::chrono::duration<double>(config_.workspace_ttl_s);
+  const auto now = std::chrono::system_clock::now();
+  for (const placement::KeptWorkspace& w : *kept) {
+    const auto key = std::make_pair(w.tenant, w.name);
+    if (now - w.closed < ttl) continue;
+    {
+      std::lock_guard lock(mu_);
+      if (named_.contains(key) || busy_.contains(key)) continue;  // open, or being opened
+      busy_.insert(key);
+    }
+    if (Status s = placement_->forget(w.tenant, w.name); !s.ok()) {
+      spdlog::warn("cannot delete the workspace of session '{}' of tenant '{}': {}", w.name,
+                   w.tenant, s.message());
+    } else {
+      spdlog::info(
+          "deleted the workspace of session '{}' of tenant '{}', unopened for "
+          "--workspace-ttl",
+          w.name, w.tenant);
+    }
+    std::lock_guard lock(mu_);
+    busy_.erase(key);
+  }
+}
+
 Result<std::string> SessionFactory::storeOf(const Request& request) const {
   const std::string& under =
       request.workspace_root.empty() ? config_.workspace_root : request.workspace_root;

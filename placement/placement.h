@@ -4,9 +4,11 @@
 // runs backyard-mcp as its agent, and says where the agent listens. The front routes the
 // session's tools there (--backend remote) and gives the sandbox back when the session ends.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/cancel.h"
 #include "common/result.h"
@@ -36,6 +38,14 @@ struct Spec {
   std::string named;
 };
 
+// A named session's workspace that outlives its sandbox (Spec::named), and when its last
+// session ended.
+struct KeptWorkspace {
+  std::string tenant;
+  std::string name;
+  std::chrono::system_clock::time_point closed;
+};
+
 class Placement {
  public:
   virtual ~Placement() = default;
@@ -50,6 +60,11 @@ class Placement {
   // Removes the workspace a named session of `tenant` kept (Spec::named); notFound when it
   // kept none.
   virtual Status forget(const std::string& tenant, const std::string& name) = 0;
+  // The workspaces it keeps, for --workspace-ttl (none where workspaces go with their
+  // sandboxes).
+  virtual Result<std::vector<KeptWorkspace>> keptWorkspaces() {
+    return std::vector<KeptWorkspace>{};
+  }
   // What it places, for the log and the instructions: "agent-sandbox's warm pool NAME".
   virtual std::string describe() const = 0;
 };

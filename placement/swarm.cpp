@@ -1,6 +1,7 @@
 #include "placement/swarm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -23,6 +24,7 @@ constexpr const char* kFrontLabel = "io.backyard-mcp.front";
 constexpr const char* kRuntimeLabel = "io.backyard-mcp.runtime";
 constexpr const char* kNamedLabel = "io.backyard-mcp.named";
 constexpr const char* kNodeLabel = "io.backyard-mcp.node";
+constexpr const char* kClosedLabel = "io.backyard-mcp.closed";  // unix seconds
 constexpr const char* kWorkspace = "/workspace";
 constexpr const char* kSecretFile = "backyard-agent-token";
 constexpr int64_t kAgentUid = 65532;
@@ -262,6 +264,10 @@ Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::strin
     if (remembered.ok()) remembered = rememberNode(volume, tenant, spec.named, now.node);
     if (!remembered.ok()) spdlog::warn("volume {}: {}", volume, remembered.message());
   }
+  if (!volume.empty()) {
+    std::lock_guard lock(mu_);
+    named_volumes_[name] = volume;
+  }
   Placed placed;
   placed.claim = name;
   placed.sandbox = now.node.empty() ? name : name + " on node " + now.node.substr(0, 12);
@@ -273,7 +279,20 @@ Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::strin
 Status SwarmPlacement::release(const std::string& service) {
   auto r = client_.call("DELETE", "/services/" + urlEncode(service));
   if (!r.ok()) return r.status();
-  if (r->status == 200 || r->status == 404) return okStatus();
+  if (r->status == 200 || r->status == 404) {
+    std::string volume;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = named_volumes_.find(service); it != named_volumes_.end()) {
+        volume = it->second;
+        named_volumes_.erase(it);
+      }
+    }
+    if (volume.empty()) return okStatus();
+    // --workspace-ttl counts from now.
+    BYD_ASSIGN_OR_RETURN(const std::optional<Kept> kept, keptOn(volume));
+    return kept ? markClosed(kept->config) : okStatus();
+  }
   return failedPrecondition("the engine could not remove Swarm service " + service + " (HTTP " +
                             std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
 }
@@ -318,6 +337,53 @@ Status SwarmPlacement::removeConfig(const std::string& id) {
   if (r->status == 200 || r->status == 204 || r->status == 404) return okStatus();
   return failedPrecondition("the engine could not remove Swarm config " + id + " (HTTP " +
                             std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+Status SwarmPlacement::markClosed(const std::string& id) {
+  // Only a config's labels may change: its spec is sent back whole, at its version.
+  BYD_ASSIGN_OR_RETURN(json config, client_.request("GET", "/configs/" + urlEncode(id)));
+  json spec = config.value("Spec", json::object());
+  spec["Labels"][kClosedLabel] =
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count());
+  const int64_t version = config.value("Version", json::object()).value("Index", int64_t{0});
+  auto r = client_.call("POST",
+                        "/configs/" + urlEncode(id) + "/update?version=" + std::to_string(version),
+                        spec.dump());
+  if (!r.ok()) return r.status();
+  if (r->status == 200) return okStatus();
+  return failedPrecondition("the engine could not label Swarm config " + id + " (HTTP " +
+                            std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+Result<std::vector<KeptWorkspace>> SwarmPlacement::keptWorkspaces() {
+  BYD_ASSIGN_OR_RETURN(
+      json configs,
+      client_.request("GET", "/configs?filters=" + filters("label", std::string(kNamedLabel))));
+  std::vector<KeptWorkspace> out;
+  for (const json& c : configs.is_array() ? configs : json::array()) {
+    const json spec = c.value("Spec", json::object());
+    const json labels = spec.value("Labels", json::object());
+    if (labels.value(kManaged, "") != "swarm" ||
+        spec.value("Name", "") !=
+            keptVolume(labels.value(kTenantLabel, ""), labels.value(kNamedLabel, ""))) {
+      continue;  // another network's, or no workspace's
+    }
+    KeptWorkspace kept{.tenant = labels.value(kTenantLabel, ""),
+                       .name = labels.value(kNamedLabel, ""),
+                       .closed = std::chrono::system_clock::now()};
+    const std::string closed = labels.value(kClosedLabel, "");
+    char* end = nullptr;
+    const long long at = std::strtoll(closed.c_str(), &end, 10);
+    if (!closed.empty() && end != nullptr && *end == '\0') {
+      kept.closed = std::chrono::system_clock::time_point(std::chrono::seconds(at));
+    } else if (Status s = markClosed(c.value("ID", "")); !s.ok()) {
+      spdlog::warn("{}", s.message());
+    }
+    out.push_back(std::move(kept));
+  }
+  return out;
 }
 
 Result<bool> SwarmPlacement::nodeLives(const std::string& node) const {

@@ -17,6 +17,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +62,9 @@ class SwarmPlacement final : public Placement {
   Status release(const std::string& service) override;
   // The kept volume removed on its node, and the config that named the node.
   Status forget(const std::string& tenant, const std::string& name) override;
+  // From the configs: when the last session of each ended (a label set when its service is
+  // removed; one without it, a front killed meanwhile, counts from now).
+  Result<std::vector<KeptWorkspace>> keptWorkspaces() override;
   std::string describe() const override {
     return "a Docker Swarm service from " + options_.image + " on network " + options_.network;
   }
@@ -87,6 +92,8 @@ class SwarmPlacement final : public Placement {
   Status rememberNode(const std::string& volume, const std::string& tenant, const std::string& name,
                       const std::string& node);
   Status removeConfig(const std::string& id);
+  // Sets the config's label of when its session ended to now.
+  Status markClosed(const std::string& id);
   // Whether `node` is in the swarm, ready and active.
   Result<bool> nodeLives(const std::string& node) const;
   // Removes `volume` on `node`, by a job there.
@@ -106,6 +113,8 @@ class SwarmPlacement final : public Placement {
   docker::Client client_;
   std::string network_id_;
   std::string secret_id_, secret_name_;
+  std::mutex mu_;
+  std::map<std::string, std::string> named_volumes_;  // a named session's service -> volume
 };
 
 }  // namespace byd::placement

@@ -271,6 +271,28 @@ class Swarm(unittest.TestCase):
         self.assertEqual(docker("config", "ls", "-q", "--filter", "label=" + LABEL), "")
         self.assertEqual(docker("service", "ls", "-q", "--filter", "name=byd-forget-"), "")
 
+    def test_a_named_sessions_volume_unopened_for_the_ttl_is_deleted(self):
+        front = Front(self.tmp.name, name=FRONT + "-ttl",
+                      extra=("--session-idle", "1", "--workspace-ttl", "3"))
+        self.addCleanup(front.stop)
+        sid, service = front.open(named="brief")
+        node = wait("its agent runs", lambda: services().get(service), 60)[0]
+        wrote = front.call(sid, "write_file", path="brief.txt", content="soon gone\n")
+        self.assertFalse(wrote.get("isError"), wrote)
+        self.assertEqual(front.request("DELETE", sid=sid)[0], 200)
+        wait("its service is removed", lambda: service not in services(), 60)
+        # Its volume stays for the TTL, counted from when its service went (a config label).
+        config = docker("config", "ls", "-q", "--filter", "label=io.backyard-mcp.named=brief")
+        self.assertTrue(config, front.logs())
+        labels = json.loads(docker("config", "inspect", config))[0]["Spec"]["Labels"]
+        self.assertRegex(labels.get("io.backyard-mcp.closed", ""), r"^\d+$", labels)
+        self.assertEqual(len(kept_volumes(node, "brief")), 1)
+        wait("its volume is deleted after the TTL",
+             lambda: not kept_volumes(node, "brief") and not docker(
+                 "config", "ls", "-q", "--filter", "label=io.backyard-mcp.named=brief"), 90)
+        self.assertIn("deleted the workspace of session 'brief' of tenant 'default', unopened "
+                      "for --workspace-ttl", front.logs())
+
     def test_a_runtime_gives_its_image_limits_and_labelled_nodes(self):
         # "small": the agent's image with limits of its own, preferred on the worker (labelled
         # for it); "anywhere": no node is labelled for it, so any node takes it.

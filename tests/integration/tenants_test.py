@@ -285,11 +285,11 @@ class TenantsTest(unittest.TestCase):
                         env["BACKYARD_RUNTIMES"] = path
                     message = self.start_fails({BOB: {"name": "bob"}}, *args, env=env)
                     self.assertIn(expected, message)
-        # Runtimes are the Docker backend's.
+        # Runtimes are the Docker backend's, or a Swarm front's.
         path = self.tokens_file({"py": {"image": "x"}}, name="runtimes.json")
         message = self.start_fails({BOB: {"name": "bob"}}, "--runtimes", path)
-        self.assertIn("runtimes are images of the Docker backend: they need --backend docker",
-                      message)
+        self.assertIn("runtimes are images of the Docker backend or of a Swarm front's agents: "
+                      "they need --backend docker or --placement docker-swarm", message)
         # A tenant's runtimes must be the server's.
         message = self.start_fails({BOB: {"name": "bob", "runtimes": ["py", "nosuch"]}},
                                    "--backend", "docker", "--workspace-root", self.spaces,
