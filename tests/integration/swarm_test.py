@@ -5,8 +5,11 @@ worker), the front in a container on the agents' overlay network with the manage
 and the agents as Swarm services of the agent's image (deploy/agent/Dockerfile) built from the
 binary under test. Checks that sessions spread over both nodes and work; that a session's end
 removes its service; that a node taken down makes its sessions report their sandbox lost and
-start afresh on their next call, on the node that lives, where new sessions go too; and that
-no service is left after the front stops.
+start afresh on their next call, on the node that lives, where new sessions go too; that a
+runtime's sessions get its image and limits on the nodes labelled for it; that a named
+session's workspace is a volume kept on its node, mounted again by the next session of its
+name, removed there when purged or unopened for --workspace-ttl, and lost (said) with its
+node; and that no service, volume or config is left after the fronts stop.
 
 usage: swarm_test.py BINARY [unittest args]
 Needs BYD_DOCKER_TESTS=1 and a Release binary (else exit 77), and an engine that is in no
@@ -363,6 +366,21 @@ class Swarm(unittest.TestCase):
     def test_sessions_spread_lose_a_node_and_leave_nothing(self):
         front = self.front
         manager = docker("info", "--format", "{{.Name}}")
+        # A named session's workspace kept on the worker (the manager drained meanwhile), by a
+        # front of its own whose named sessions end as soon as they are left.
+        named = Front(self.tmp.name, name=FRONT + "-kept", extra=("--session-idle", "1"))
+        self.addCleanup(named.stop)
+        docker("node", "update", "--availability", "drain", manager)
+        try:
+            kept_sid, kept_service = named.open(named="kept")
+            self.assertEqual(wait("the named session's agent runs",
+                                  lambda: services().get(kept_service), 60), [NODE])
+        finally:
+            docker("node", "update", "--availability", "active", manager)
+        named.call(kept_sid, "write_file", path="on-node.txt", content="node\n")
+        self.assertEqual(named.request("DELETE", sid=kept_sid)[0], 200)
+        wait("its service is removed", lambda: kept_service not in services(), 60)
+
         # Four sessions: Swarm spreads them over both nodes; each works in its own workspace.
         opened = [front.open() for _ in range(4)]
         placed = wait("every session's agent runs", lambda: (lambda s: s if all(
@@ -415,6 +433,20 @@ class Swarm(unittest.TestCase):
                               lambda: services().get(name), 60), [manager])
         self.assertEqual(front.call(sid, "execute", command="echo new")["structuredContent"]
                          ["stdout"], "new\n")
+
+        # The named session whose workspace was on the lost node starts afresh on the manager,
+        # and the front says what was lost; purged, its new volume goes.
+        wait("the worker is down", lambda: "Down" in docker(
+            "node", "ls", "--filter", "name=" + NODE, "--format", "{{.Status}}"), 60)
+        kept_sid, kept_service = named.open(named="kept")
+        self.assertEqual(wait("its agent runs", lambda: services().get(kept_service), 60),
+                         [manager])
+        ran = named.call(kept_sid, "execute", command="ls")
+        self.assertEqual(ran["structuredContent"]["stdout"], "", ran)
+        self.assertIn("which is down or gone: it starts afresh on another node", named.logs())
+        self.assertEqual(named.api("DELETE", "sessions/kept"), (200, {"purged": "kept"}))
+        self.assertEqual(kept_volumes(manager, "kept"), [])
+        named.stop()
 
         # The front stops: every service it made is removed.
         logs = front.stop()
