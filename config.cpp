@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -80,6 +81,18 @@ static const Setting* firstGiven(const Config& c, std::initializer_list<const ch
   return nullptr;
 }
 
+// A Kubernetes quantity of bytes, as a PVC asks for: digits and, at most, one unit.
+static bool storageQuantity(std::string_view q) {
+  size_t digits = 0;
+  while (digits < q.size() && std::isdigit(static_cast<unsigned char>(q[digits])) != 0) ++digits;
+  if (digits == 0 || digits > 18) return false;
+  const std::string_view unit = q.substr(digits);
+  for (std::string_view u : {"", "Ki", "Mi", "Gi", "Ti", "Pi", "k", "M", "G", "T", "P"}) {
+    if (unit == u) return q != "0";
+  }
+  return false;
+}
+
 // --placement: each HTTP session's agent in a sandbox of its own; the agents' token read.
 static Status checkPlacement(Config& c) {
   if (c.backend != "remote") {
@@ -100,14 +113,18 @@ static Status checkPlacement(Config& c) {
   }
   BYD_ASSIGN_OR_RETURN(c.agent_token, readToken(c.agent_token_file, "--agent-token-file"));
   // Each engine's settings, not the other's.
-  const Setting* other =
-      c.placement == "kubernetes"
-          ? firstGiven(c, {"swarm_network", "agent_image"})
-          : firstGiven(c, {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
-                           "kubernetes_namespace", "kubernetes_warm_pool"});
+  const Setting* other = c.placement == "kubernetes"
+                             ? firstGiven(c, {"swarm_network", "agent_image"})
+                             : firstGiven(c, {"kubernetes_api", "kubernetes_token_file",
+                                              "kubernetes_ca_file", "kubernetes_namespace",
+                                              "kubernetes_warm_pool", "kubernetes_workspace_size"});
   if (other != nullptr) {
     return invalidArgument(std::string(other->flag) + " does not apply to --placement " +
                            c.placement);
+  }
+  if (!storageQuantity(c.kubernetes_workspace_size)) {
+    return invalidArgument("--kubernetes-workspace-size '" + c.kubernetes_workspace_size +
+                           "' is no storage quantity (digits and a unit: 1Gi, 500Mi, 2G)");
   }
   if (!c.kubernetes_api.empty() && !c.kubernetes_api.starts_with("http://") &&
       !c.kubernetes_api.starts_with("https://")) {
@@ -414,10 +431,10 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
   }
   if (c.backend != "remote" && c.placement != "none") BYD_RETURN_IF_ERROR(checkPlacement(c));
   if (c.placement == "none") {
-    if (const Setting* s =
-            firstGiven(c, {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
-                           "kubernetes_namespace", "kubernetes_warm_pool", "swarm_network",
-                           "agent_image", "agent_port", "agent_token_file"})) {
+    if (const Setting* s = firstGiven(
+            c, {"kubernetes_api", "kubernetes_token_file", "kubernetes_ca_file",
+                "kubernetes_namespace", "kubernetes_warm_pool", "kubernetes_workspace_size",
+                "swarm_network", "agent_image", "agent_port", "agent_token_file"})) {
       return invalidArgument(std::string(s->flag) + " needs --placement");
     }
   }
@@ -459,11 +476,11 @@ Result<ParsedCommandLine> parseCommandLine(int argc, char** argv, const std::str
         !c.workspace_root.empty() || std::ranges::any_of(c.tenants, [](const TenantSpec& t) {
           return !t.workspace_root.empty();
         });
-    if (c.transport != "http" || (!stored && c.placement != "docker-swarm")) {
+    if (c.transport != "http" || (!stored && c.placement == "none")) {
       return invalidArgument(
           "--workspace-ttl needs --transport http and a workspace root (--workspace-root, or "
-          "a tenant's workspace_root) whose directories it deletes, or --placement "
-          "docker-swarm, whose named sessions' volumes it deletes");
+          "a tenant's workspace_root) whose directories it deletes, or --placement, whose "
+          "named sessions' kept workspaces it deletes");
     }
   }
   return out;

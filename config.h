@@ -85,6 +85,7 @@ struct Config {
   std::string kubernetes_ca_file;     // with kubernetes_api: its CA ("": the system's)
   std::string kubernetes_namespace;   // where claims are made ("": the pod's own)
   std::string kubernetes_warm_pool = "backyard-agents";
+  std::string kubernetes_workspace_size = "1Gi";
   std::string swarm_network = "backyard-agents";         // docker-swarm: the agents' network
   std::string agent_image = "backyard-mcp/agent:local";  // docker-swarm: the agents' image
   int agent_port = 8080;                   // where a placed agent listens in its sandbox

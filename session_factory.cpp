@@ -406,6 +406,7 @@ Result<std::shared_ptr<SessionStack>> SessionFactory::start() {
           "--placement kubernetes with --kubernetes-api needs --kubernetes-namespace");
     }
     options.warm_pool = config_.kubernetes_warm_pool;
+    options.workspace_size = config_.kubernetes_workspace_size;
     options.agent_port = config_.agent_port;
     options.front = hostName();  // in a pod, its name
     auto k8s = std::make_shared<placement::KubernetesPlacement>(std::move(options));

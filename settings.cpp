@@ -506,6 +506,17 @@ std::vector<Setting> makeTable() {
        0,
        nullptr,
        BYD_MEMBER(kubernetes_warm_pool)},
+      {"kubernetes_workspace_size",
+       "--kubernetes-workspace-size",
+       T::kString,
+       "QUANTITY",
+       "--placement kubernetes: the size of the PVC a named session's claim asks for, its "
+       "workspace kept between its sessions (a Kubernetes quantity: 1Gi, 500Mi)",
+       {},
+       0,
+       0,
+       nullptr,
+       BYD_MEMBER(kubernetes_workspace_size)},
       {"swarm_network",
        "--swarm-network",
        T::kString,
@@ -691,7 +702,7 @@ std::vector<Setting> makeTable() {
        T::kNumber,
        "SECONDS",
        "HTTP, with workspace roots: a session's directory (and its kept container) unopened for "
-       "this long is deleted for good (--placement docker-swarm: a named session's volume); 0 "
+       "this long is deleted for good (--placement: a named session's volume or claim); 0 "
        "keeps them",
        {},
        0,

@@ -10,6 +10,7 @@
 
 #include "backends/docker/lazy_libs.h"
 #include "common/text.h"
+#include "mcp/crypto.h"
 
 namespace byd::placement {
 
@@ -22,6 +23,27 @@ constexpr const char* kClaimsApi = "/apis/extensions.agents.x-k8s.io/v1beta1/nam
 constexpr const char* kSandboxesApi = "/apis/agents.x-k8s.io/v1beta1/namespaces/";
 constexpr const char* kPodsApi = "/api/v1/namespaces/";
 constexpr const char* kFrontLabel = "backyard-mcp/front";
+constexpr const char* kNamedLabel = "backyard-mcp/named";
+constexpr const char* kTenantNote = "backyard-mcp/tenant";
+constexpr const char* kNameNote = "backyard-mcp/name";
+constexpr const char* kClosedNote = "backyard-mcp/closed";  // unix seconds
+
+std::string nowSeconds() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+}
+
+std::string claimName(const json& claim) {
+  return claim.is_object() ? claim.value("metadata", json::object()).value("name", "") : "";
+}
+
+// The Sandbox a claim was given (a cold start's is named as the claim).
+std::string claimSandbox(const json& claim) {
+  const std::string given =
+      claim.value("status", json::object()).value("sandbox", json::object()).value("name", "");
+  return given.empty() ? claimName(claim) : given;
+}
 constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 constexpr size_t kMaxBody = 16 << 20;
 
@@ -148,7 +170,10 @@ Result<KubernetesPlacement::Reply> KubernetesPlacement::request(
   curl_slist* headers = nullptr;
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(nullptr, c.slist_free_all);
   std::vector<std::string> lines = {"Accept: application/json"};
-  if (!body.is_null()) lines.push_back("Content-Type: application/json");
+  if (!body.is_null()) {
+    lines.push_back(verb == "PATCH" ? "Content-Type: application/merge-patch+json"
+                                    : "Content-Type: application/json");
+  }
   if (!options_.token_file.empty()) {
     const std::string token = firstLine(options_.token_file);
     if (token.empty()) {
@@ -274,13 +299,43 @@ Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::
   json labels = {{"app.kubernetes.io/managed-by", "backyard-mcp"},
                  {"backyard-mcp/session", session}};
   if (labelValue(options_.front)) labels[kFrontLabel] = options_.front;
-  const json claim_body = {{"apiVersion", "extensions.agents.x-k8s.io/v1beta1"},
-                           {"kind", "SandboxClaim"},
-                           {"metadata",
-                            {{"generateName", "byd-"},
-                             {"labels", labels},
-                             {"annotations", {{"backyard-mcp/tenant", tenant}}}}},
-                           {"spec", {{"warmPoolRef", {{"name", options_.warm_pool}}}}}};
+  json annotations = {{kTenantNote, tenant}};
+  json claim_spec = {{"warmPoolRef", {{"name", options_.warm_pool}}}};
+  const bool named = !spec.named.empty();
+  if (named) {
+    const std::string key = namedKey(tenant, spec.named);
+    BYD_ASSIGN_OR_RETURN(std::optional<json> kept, namedClaim(key));
+    if (kept) {
+      // Resumed: the claim is this session's now, and its Sandbox runs again.
+      const std::string name = claimName(*kept);
+      const std::string sandbox = claimSandbox(*kept);
+      json resumed;
+      BYD_RETURN_IF_ERROR(patch(claimsPath() + "/" + name,
+                                {{"metadata",
+                                  {{"labels",
+                                    {{"backyard-mcp/session", session},
+                                     {kFrontLabel, labels.value(kFrontLabel, json())}}},
+                                   {"annotations", {{kClosedNote, nullptr}}}}}},
+                                "take SandboxClaim " + name, &resumed));
+      BYD_RETURN_IF_ERROR(patch(kSandboxesApi + options_.namespace_ + "/sandboxes/" + sandbox,
+                                {{"spec", {{"operatingMode", "Running"}}}},
+                                "resume Sandbox " + sandbox));
+      return waitReady(std::move(resumed), true, cancel);
+    }
+    labels[kNamedLabel] = key;
+    annotations[kNameNote] = spec.named;
+    // Its workspace a PVC of its own, in place of the template's volume of that name.
+    claim_spec["volumeClaimTemplates"] = {
+        {{"metadata", {{"name", "workspace"}}},
+         {"spec",
+          {{"accessModes", {"ReadWriteOnce"}},
+           {"resources", {{"requests", {{"storage", options_.workspace_size}}}}}}}}};
+  }
+  const json claim_body = {
+      {"apiVersion", "extensions.agents.x-k8s.io/v1beta1"},
+      {"kind", "SandboxClaim"},
+      {"metadata", {{"generateName", "byd-"}, {"labels", labels}, {"annotations", annotations}}},
+      {"spec", claim_spec}};
   // The claim is made whatever happens meanwhile: a create cut short may have been made all
   // the same, and is then found by its label and deleted.
   const CancelToken never;
@@ -300,31 +355,34 @@ Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::
   if (created.status != 201 && created.status != 200) {
     return apiError("create a SandboxClaim in namespace " + options_.namespace_, created);
   }
-  json claim = json::parse(created.body, nullptr, false);
-  const std::string name =
-      claim.is_object() ? claim.value("metadata", json::object()).value("name", "") : "";
+  return waitReady(json::parse(created.body, nullptr, false), named, cancel);
+}
+
+Result<Placed> KubernetesPlacement::waitReady(json claim, bool named, const CancelToken& cancel) {
+  const std::string name = claimName(claim);
   if (name.empty()) return internalError("the API server answered a claim without a name");
   std::string rv = claim["metadata"].value("resourceVersion", "0");
   Placed placed;
   placed.claim = name;
-  if (cancel.cancelled()) {
-    if (Status s = release(name); !s.ok()) spdlog::warn("{}", s.message());
-    return cancelled("cancelled");
-  }
-  std::string waiting = "no Ready condition yet";
-  const auto deadline = Clock::now() + options_.ready_timeout;
+  const json first = claim;  // its Sandbox's name, for a suspend
   const auto fail = [&](Status s) -> Result<Placed> {
-    if (Status gone = release(name); !gone.ok()) spdlog::warn("{}", gone.message());
+    // A named session's claim keeps its workspace: suspended, not deleted.
+    if (Status gone = named ? suspend(first) : release(name); !gone.ok()) {
+      spdlog::warn("{}", gone.message());
+    }
     return s;
   };
+  if (cancel.cancelled()) return fail(cancelled("cancelled"));
+  std::string waiting = "no Ready condition yet";
+  const auto deadline = Clock::now() + options_.ready_timeout;
   while (!ready(claim, &placed.sandbox, &waiting)) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       return fail(Status(Code::kDeadlineExceeded,
                          "SandboxClaim " + name + " (warm pool " + options_.warm_pool +
-                             ") was not ready within " + seconds(options_.ready_timeout) +
-                             " s: " + waiting + "; it was deleted"));
+                             ") was not ready within " + seconds(options_.ready_timeout) + " s: " +
+                             waiting + (named ? "; it was suspended" : "; it was deleted")));
     }
     const auto piece = std::min(left, options_.request_timeout);
     bool gone = false, deleted = false;
@@ -392,7 +450,96 @@ Result<Placed> KubernetesPlacement::place(const std::string& tenant, const std::
   auto url = sandboxUrl(placed.sandbox, cancel);
   if (!url.ok()) return fail(url.status());
   placed.url = *url;
+  if (named) {
+    std::lock_guard lock(mu_);
+    named_claims_[name] = placed.sandbox;
+  }
   return placed;
+}
+
+std::string KubernetesPlacement::namedKey(const std::string& tenant,
+                                          const std::string& name) const {
+  auto digest = mcp::sha256Hex(options_.namespace_ + "\n" + tenant + "\n" + name);
+  return digest.ok() ? digest->substr(0, 40) : "0";
+}
+
+Result<std::optional<json>> KubernetesPlacement::namedClaim(const std::string& key) {
+  CancelToken never;
+  BYD_ASSIGN_OR_RETURN(Reply found,
+                       request("GET", claimsPath() + "?labelSelector=backyard-mcp%2Fnamed%3D" + key,
+                               nullptr, never));
+  if (found.status != 200) return apiError("list the claims of a named session", found);
+  const json list = json::parse(found.body, nullptr, false);
+  if (list.is_object() && list.contains("items") && list["items"].is_array()) {
+    for (const json& item : list["items"]) {
+      if (!claimName(item).empty()) return std::optional<json>(item);
+    }
+  }
+  return std::optional<json>();
+}
+
+Status KubernetesPlacement::patch(const std::string& path, const json& body,
+                                  const std::string& what, json* answer) {
+  CancelToken never;
+  BYD_ASSIGN_OR_RETURN(Reply r, request("PATCH", path, body, never));
+  if (r.status != 200) return apiError(what, r);
+  if (answer != nullptr) *answer = json::parse(r.body, nullptr, false);
+  return okStatus();
+}
+
+Status KubernetesPlacement::suspend(const json& claim) {
+  const std::string name = claimName(claim), sandbox = claimSandbox(claim);
+  BYD_RETURN_IF_ERROR(patch(kSandboxesApi + options_.namespace_ + "/sandboxes/" + sandbox,
+                            {{"spec", {{"operatingMode", "Suspended"}}}},
+                            "suspend Sandbox " + sandbox));
+  return patch(claimsPath() + "/" + name,
+               {{"metadata", {{"annotations", {{kClosedNote, nowSeconds()}}}}}},
+               "note when SandboxClaim " + name + "'s session ended");
+}
+
+Status KubernetesPlacement::forget(const std::string& tenant, const std::string& name) {
+  BYD_ASSIGN_OR_RETURN(std::optional<json> kept, namedClaim(namedKey(tenant, name)));
+  if (!kept) {
+    return notFound("no workspace of session '" + name + "' of tenant '" + tenant + "' is kept");
+  }
+  const std::string name_of = claimName(*kept);
+  {
+    std::lock_guard lock(mu_);
+    named_claims_.erase(name_of);  // deleted, not suspended
+  }
+  return release(name_of);  // its Sandbox and PVC go with it
+}
+
+Result<std::vector<KeptWorkspace>> KubernetesPlacement::keptWorkspaces() {
+  CancelToken never;
+  BYD_ASSIGN_OR_RETURN(
+      Reply found,
+      request("GET", claimsPath() + "?labelSelector=backyard-mcp%2Fnamed", nullptr, never));
+  if (found.status != 200) return apiError("list the claims of named sessions", found);
+  const json list = json::parse(found.body, nullptr, false);
+  std::vector<KeptWorkspace> out;
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) return out;
+  for (const json& item : list["items"]) {
+    if (!item.is_object()) continue;
+    const json notes = item.value("metadata", json::object()).value("annotations", json::object());
+    KeptWorkspace kept{.tenant = notes.value(kTenantNote, ""),
+                       .name = notes.value(kNameNote, ""),
+                       .closed = std::chrono::system_clock::now()};
+    if (kept.name.empty()) continue;
+    const std::string closed = notes.value(kClosedNote, "");
+    char* end = nullptr;
+    const long long at = std::strtoll(closed.c_str(), &end, 10);
+    if (!closed.empty() && end != nullptr && *end == '\0') {
+      kept.closed = std::chrono::system_clock::time_point(std::chrono::seconds(at));
+    } else if (Status s = patch(claimsPath() + "/" + claimName(item),
+                                {{"metadata", {{"annotations", {{kClosedNote, nowSeconds()}}}}}},
+                                "note when SandboxClaim " + claimName(item) + " was seen");
+               !s.ok()) {
+      spdlog::warn("{}", s.message());  // counted from now (and again at the next look)
+    }
+    out.push_back(std::move(kept));
+  }
+  return out;
 }
 
 Status KubernetesPlacement::releaseSession(const std::string& session) {
@@ -440,16 +587,35 @@ Result<size_t> KubernetesPlacement::releaseOrphans() {
       lives[front] = pod.status == 200;
     }
     if (front != options_.front && lives[front]) continue;
-    spdlog::info("deleting SandboxClaim {}, left by {}", name,
-                 front == options_.front ? "an earlier run of this front"
-                                         : "front " + front + ", which is gone");
-    BYD_RETURN_IF_ERROR(release(name));
+    const std::string by = front == options_.front ? "an earlier run of this front"
+                                                   : "front " + front + ", which is gone";
+    if (meta.value("labels", json::object()).contains(kNamedLabel)) {
+      // A named session's is kept: suspended (already, unless its front died while it ran).
+      if (meta.value("annotations", json::object()).contains(kClosedNote)) continue;
+      spdlog::info("suspending SandboxClaim {} of a named session, left by {}", name, by);
+      BYD_RETURN_IF_ERROR(suspend(item));
+    } else {
+      spdlog::info("deleting SandboxClaim {}, left by {}", name, by);
+      BYD_RETURN_IF_ERROR(release(name));
+    }
     ++deleted;
   }
   return deleted;
 }
 
 Status KubernetesPlacement::release(const std::string& claim) {
+  std::string sandbox;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = named_claims_.find(claim); it != named_claims_.end()) {
+      sandbox = it->second;
+      named_claims_.erase(it);
+    }
+  }
+  if (!sandbox.empty()) {
+    return suspend(
+        json{{"metadata", {{"name", claim}}}, {"status", {{"sandbox", {{"name", sandbox}}}}}});
+  }
   CancelToken never;
   BYD_ASSIGN_OR_RETURN(Reply r, request("DELETE", claimsPath() + "/" + claim, nullptr, never));
   if (r.status == 200 || r.status == 202 || r.status == 404) return okStatus();

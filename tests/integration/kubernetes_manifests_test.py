@@ -290,7 +290,7 @@ class WhatTheManifestsPromise(unittest.TestCase):
                 self.assertEqual(parts[3], "namespaces", request["path"])
                 group, resource, named = parts[1], parts[5], len(parts) > 6
                 query = request.get("query", {})
-                verb = {"POST": "create", "DELETE": "delete"}.get(request["method"])
+                verb = {"POST": "create", "DELETE": "delete", "PATCH": "patch"}.get(request["method"])
                 if verb is None:
                     verb = "get" if named else "watch" if query.get("watch") else "list"
                 needed.add((group, resource, verb))

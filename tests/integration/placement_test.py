@@ -22,7 +22,9 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +49,9 @@ class FakeApi:
         self.claims = {}  # name -> claim object
         self.requests = []  # (method, path, Authorization)
         self.refuse_create = False
+        self.patches = []  # (path, body, Content-Type)
         self.pods = set()  # the pods that live, by name
+        self.modes = {}  # a Sandbox's operatingMode, by name, once patched
         self.version = 1
         self.lock = threading.Lock()
         api = self
@@ -95,10 +99,11 @@ class FakeApi:
                     return None
                 if method == "GET" and url.path == CLAIMS:
                     label = query.get("labelSelector", [""])[0]
-                    key, _, value = label.partition("=")
+                    key, has, value = label.partition("=")
                     with api.lock:
                         items = [c for c in api.claims.values()
-                                 if c["metadata"]["labels"].get(key) == value]
+                                 if (c["metadata"]["labels"].get(key) == value if has
+                                     else key in c["metadata"]["labels"])]
                     return self.reply(200, {"kind": "SandboxClaimList", "items": items,
                                             "metadata": {"resourceVersion": "1"}})
                 if method == "GET" and url.path.startswith(PODS):
@@ -118,6 +123,26 @@ class FakeApi:
                         "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
                         "metadata": {"name": name, "namespace": NAMESPACE},
                         "status": {"serviceFQDN": "127.0.0.1", "replicas": 1}})
+                if method == "PATCH":
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    with api.lock:
+                        api.patches.append((url.path, body,
+                                            self.headers.get("Content-Type")))
+                        if url.path.startswith(SANDBOXES):
+                            name = url.path[len(SANDBOXES):]
+                            api.modes[name] = body["spec"]["operatingMode"]
+                            return self.reply(200, {"kind": "Sandbox", "metadata": {
+                                "name": name}, "spec": body["spec"]})
+                        claim = api.claims.get(url.path[len(CLAIMS) + 1:])
+                        if claim is None:
+                            return self.reply(404, status(404, "NotFound", "no claim"))
+                        for field in ("labels", "annotations"):
+                            for k, v in body["metadata"].get(field, {}).items():
+                                if v is None:
+                                    claim["metadata"].setdefault(field, {}).pop(k, None)
+                                else:
+                                    claim["metadata"].setdefault(field, {})[k] = v
+                        return self.reply(200, claim)
                 if method == "DELETE" and url.path.startswith(CLAIMS + "/"):
                     name = url.path[len(CLAIMS) + 1:]
                     with api.lock:
@@ -135,6 +160,9 @@ class FakeApi:
 
             def do_DELETE(self):
                 self.handle_any("DELETE")
+
+            def do_PATCH(self):
+                self.handle_any("PATCH")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -176,6 +204,14 @@ def status(code, reason, message):
             "reason": reason, "code": code}
 
 
+def wait_for(predicate, why, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(why)
+        time.sleep(0.05)
+
+
 class Front:
     """backyard-mcp --placement kubernetes on a free loopback port."""
 
@@ -205,8 +241,11 @@ class Front:
     def request(self, method, body=None, sid=None):
         return http_exchange(self.port, method, body, sid)
 
-    def open(self):
-        code, sid, messages, payload = self.request("POST", INIT)
+    def open(self, named=None):
+        init = json.loads(json.dumps(INIT))
+        if named:
+            init["params"]["_meta"] = {"io.backyard/session": named}
+        code, sid, messages, payload = self.request("POST", init)
         assert code == 200 and sid, (code, payload)
         self.request("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
         return sid, messages[0]["result"]
@@ -218,6 +257,14 @@ class Front:
         answer = [m for m in messages if m.get("id") == 7]
         assert answer, payload
         return answer[0]
+
+    def api(self, method, path):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}", method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
 
     def stop(self):
         if self.proc.poll() is None:
@@ -245,8 +292,8 @@ class Placement(unittest.TestCase):
         self.api = FakeApi()
         self.addCleanup(self.api.stop)
 
-    def front(self):
-        front = Front("--kubernetes-api", f"http://127.0.0.1:{self.api.port}",
+    def front(self, *extra):
+        front = Front(*extra, "--kubernetes-api", f"http://127.0.0.1:{self.api.port}",
                       "--kubernetes-token-file", self.api_token,
                       "--kubernetes-namespace", NAMESPACE, "--kubernetes-warm-pool", "pool-a",
                       "--agent-port", str(self.agent.port),
@@ -297,6 +344,34 @@ class Placement(unittest.TestCase):
         self.assertEqual(self.api.claims, {}, "".join(front.log))
         for name in names_before:
             self.assertTrue(any(f"{name} removed" in line for line in front.log), name)
+
+    def test_a_named_sessions_claim_is_suspended_resumed_and_purged(self):
+        front = self.front("--session-idle", "1", "--kubernetes-workspace-size", "2Gi")
+        sid, _ = front.open(named="work")
+        (name, claim), = self.api.claims.items()
+        self.assertEqual(claim["metadata"]["annotations"]["backyard-mcp/name"], "work")
+        template, = claim["spec"]["volumeClaimTemplates"]
+        self.assertEqual(template["metadata"]["name"], "workspace")
+        self.assertEqual(template["spec"]["resources"]["requests"]["storage"], "2Gi")
+        ran = front.call(sid, "execute", command="echo named")
+        self.assertEqual(ran["result"]["structuredContent"]["stdout"], "named\n")
+        # Left, then ended after --session-idle: its Sandbox suspended, its claim kept.
+        self.assertEqual(front.request("DELETE", sid=sid)[0], 200)
+        wait_for(lambda: self.api.modes.get(name) == "Suspended", "".join(front.log))
+        self.assertIn(name, self.api.claims)
+        self.assertIn("backyard-mcp/closed", self.api.claims[name]["metadata"]["annotations"])
+        self.assertTrue(all(t == "application/merge-patch+json" for _, _, t in self.api.patches))
+        # The next session of that name resumes it.
+        sid, _ = front.open(named="work")
+        self.assertEqual(list(self.api.claims), [name])
+        self.assertEqual(self.api.modes[name], "Running")
+        self.assertNotIn("backyard-mcp/closed", self.api.claims[name]["metadata"]["annotations"])
+        ran = front.call(sid, "execute", command="echo again")
+        self.assertEqual(ran["result"]["structuredContent"]["stdout"], "again\n")
+        # Purged: the claim is deleted (its Sandbox and PVC with it).
+        code, answer = front.api("DELETE", "sessions/work")
+        self.assertEqual((code, answer), (200, {"purged": "work"}), "".join(front.log))
+        self.assertEqual(self.api.claims, {})
 
     def test_a_starting_front_deletes_the_claims_of_fronts_that_are_gone(self):
         # Claims left by an earlier run of this front (its host name, a pod's name in a pod),
@@ -394,6 +469,10 @@ class PlacementSettings(unittest.TestCase):
                                   self.refused(*http, "--backend", "remote", "--placement",
                                                "kubernetes", "--agent-token-file", token.name,
                                                "--runtimes", runtimes.name))
+            self.assertIn("--kubernetes-workspace-size '1 GB' is no storage quantity",
+                          self.refused(*http, "--backend", "remote", "--placement", "kubernetes",
+                                       "--agent-token-file", token.name,
+                                       "--kubernetes-workspace-size", "1 GB"))
             # Outside a pod, with no API server named, the front says what is missing.
             env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
             r = subprocess.run([BINARY, *http, "--backend", "remote", "--placement", "kubernetes",

@@ -42,6 +42,7 @@ class ReplayServer {
     server_.Get(".*", handle);
     server_.Post(".*", handle);
     server_.Delete(".*", handle);
+    server_.Patch(".*", handle);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // httplib's stop() ends only a server that listens already.
@@ -329,6 +330,41 @@ TEST_F(KubernetesPlacementTest, ClaimsLeftByThisFrontOrByAFrontThatIsGoneAreDele
                             << ::testing::PrintToString(server_->mismatches());
   // Its own earlier run's, and the two of the front whose pod is gone (read once).
   EXPECT_EQ(*deleted, 3u);
+  expectAsRecorded();
+}
+
+TEST_F(KubernetesPlacementTest, ANamedSessionsClaimIsSuspendedWhenItEndsResumedAndPurged) {
+  replay("named");
+  placement::KubernetesPlacement k8s(options());
+  placement::Spec named;
+  named.named = "work";
+  auto placed = k8s.place("acme", "s-10", named, cancel_);
+  ASSERT_TRUE(placed.ok()) << placed.status().toString() << "; "
+                           << ::testing::PrintToString(server_->mismatches());
+  // Its own PVC for the workspace, which takes it out of the warm pool (a cold start).
+  const json body = server_->lastBody();
+  EXPECT_EQ(body["spec"]["volumeClaimTemplates"][0]["metadata"]["name"], "workspace");
+  EXPECT_EQ(body["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+            "1Gi");
+  EXPECT_EQ(body["metadata"]["labels"]["backyard-mcp/named"],
+            "04d58249ec02af2cddb0f0c0e7ed51fd3d8c071d");
+  EXPECT_EQ(body["metadata"]["annotations"]["backyard-mcp/name"], "work");
+  // Its session ends: suspended, not deleted.
+  ASSERT_TRUE(k8s.release(placed->claim).ok()) << ::testing::PrintToString(server_->mismatches());
+  // The next session of that name gets it again.
+  auto again = k8s.place("acme", "s-11", named, cancel_);
+  ASSERT_TRUE(again.ok()) << again.status().toString() << "; "
+                          << ::testing::PrintToString(server_->mismatches());
+  EXPECT_EQ(again->claim, "byd-n4m3d");
+  EXPECT_EQ(again->url, "http://byd-n4m3d.agents.svc.cluster.local:8080/mcp");
+  auto kept = k8s.keptWorkspaces();
+  ASSERT_TRUE(kept.ok()) << kept.status().toString();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].tenant, "acme");
+  EXPECT_EQ((*kept)[0].name, "work");
+  // Purged: deleted, though its session still held it; then nothing is kept.
+  EXPECT_TRUE(k8s.forget("acme", "work").ok());
+  EXPECT_EQ(k8s.forget("acme", "work").code(), Code::kNotFound);
   expectAsRecorded();
 }
 
