@@ -373,6 +373,18 @@ class Placement(unittest.TestCase):
         self.assertEqual((code, answer), (200, {"purged": "work"}), "".join(front.log))
         self.assertEqual(self.api.claims, {})
 
+    def test_a_named_sessions_claim_closed_for_the_ttl_is_deleted(self):
+        front = self.front("--session-idle", "1", "--workspace-ttl", "2")
+        sid, _ = front.open(named="brief")
+        (name, _), = self.api.claims.items()
+        self.assertEqual(front.request("DELETE", sid=sid)[0], 200)
+        wait_for(lambda: self.api.modes.get(name) == "Suspended", "".join(front.log))
+        closed = time.monotonic()
+        wait_for(lambda: name not in self.api.claims, "".join(front.log))
+        self.assertGreaterEqual(time.monotonic() - closed, 0.9)
+        self.assertTrue(any("session 'brief' of tenant 'default', unopened for --workspace-ttl"
+                            in line for line in front.log), "".join(front.log))
+
     def test_a_starting_front_deletes_the_claims_of_fronts_that_are_gone(self):
         # Claims left by an earlier run of this front (its host name, a pod's name in a pod),
         # by a front whose pod is gone and by one whose pod lives.
