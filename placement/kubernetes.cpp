@@ -28,12 +28,6 @@ constexpr const char* kTenantNote = "backyard-mcp/tenant";
 constexpr const char* kNameNote = "backyard-mcp/name";
 constexpr const char* kClosedNote = "backyard-mcp/closed";  // unix seconds
 
-std::string nowSeconds() {
-  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count());
-}
-
 std::string claimName(const json& claim) {
   return claim.is_object() ? claim.value("metadata", json::object()).value("name", "") : "";
 }
@@ -364,10 +358,10 @@ Result<Placed> KubernetesPlacement::waitReady(json claim, bool named, const Canc
   std::string rv = claim["metadata"].value("resourceVersion", "0");
   Placed placed;
   placed.claim = name;
-  const json first = claim;  // its Sandbox's name, for a suspend
+  const std::string sandbox = claimSandbox(claim);  // for a suspend
   const auto fail = [&](Status s) -> Result<Placed> {
     // A named session's claim keeps its workspace: suspended, not deleted.
-    if (Status gone = named ? suspend(first) : release(name); !gone.ok()) {
+    if (Status gone = named ? suspend(name, sandbox) : release(name); !gone.ok()) {
       spdlog::warn("{}", gone.message());
     }
     return s;
@@ -487,13 +481,12 @@ Status KubernetesPlacement::patch(const std::string& path, const json& body,
   return okStatus();
 }
 
-Status KubernetesPlacement::suspend(const json& claim) {
-  const std::string name = claimName(claim), sandbox = claimSandbox(claim);
+Status KubernetesPlacement::suspend(const std::string& name, const std::string& sandbox) {
   BYD_RETURN_IF_ERROR(patch(kSandboxesApi + options_.namespace_ + "/sandboxes/" + sandbox,
                             {{"spec", {{"operatingMode", "Suspended"}}}},
                             "suspend Sandbox " + sandbox));
   return patch(claimsPath() + "/" + name,
-               {{"metadata", {{"annotations", {{kClosedNote, nowSeconds()}}}}}},
+               {{"metadata", {{"annotations", {{kClosedNote, unixSecondsNow()}}}}}},
                "note when SandboxClaim " + name + "'s session ended");
 }
 
@@ -526,14 +519,12 @@ Result<std::vector<KeptWorkspace>> KubernetesPlacement::keptWorkspaces() {
                        .name = notes.value(kNameNote, ""),
                        .closed = std::chrono::system_clock::now()};
     if (kept.name.empty()) continue;
-    const std::string closed = notes.value(kClosedNote, "");
-    char* end = nullptr;
-    const long long at = std::strtoll(closed.c_str(), &end, 10);
-    if (!closed.empty() && end != nullptr && *end == '\0') {
-      kept.closed = std::chrono::system_clock::time_point(std::chrono::seconds(at));
-    } else if (Status s = patch(claimsPath() + "/" + claimName(item),
-                                {{"metadata", {{"annotations", {{kClosedNote, nowSeconds()}}}}}},
-                                "note when SandboxClaim " + claimName(item) + " was seen");
+    if (const auto closed = unixSeconds(notes.value(kClosedNote, ""))) {
+      kept.closed = *closed;
+    } else if (Status s =
+                   patch(claimsPath() + "/" + claimName(item),
+                         {{"metadata", {{"annotations", {{kClosedNote, unixSecondsNow()}}}}}},
+                         "note when SandboxClaim " + claimName(item) + " was seen");
                !s.ok()) {
       spdlog::warn("{}", s.message());  // counted from now (and again at the next look)
     }
@@ -593,7 +584,7 @@ Result<size_t> KubernetesPlacement::releaseOrphans() {
       // A named session's is kept: suspended (already, unless its front died while it ran).
       if (meta.value("annotations", json::object()).contains(kClosedNote)) continue;
       spdlog::info("suspending SandboxClaim {} of a named session, left by {}", name, by);
-      BYD_RETURN_IF_ERROR(suspend(item));
+      BYD_RETURN_IF_ERROR(suspend(name, claimSandbox(item)));
     } else {
       spdlog::info("deleting SandboxClaim {}, left by {}", name, by);
       BYD_RETURN_IF_ERROR(release(name));
@@ -613,8 +604,7 @@ Status KubernetesPlacement::release(const std::string& claim) {
     }
   }
   if (!sandbox.empty()) {
-    return suspend(
-        json{{"metadata", {{"name", claim}}}, {"status", {{"sandbox", {{"name", sandbox}}}}}});
+    return suspend(claim, sandbox);
   }
   CancelToken never;
   BYD_ASSIGN_OR_RETURN(Reply r, request("DELETE", claimsPath() + "/" + claim, nullptr, never));

@@ -102,7 +102,7 @@ class KubernetesPlacement final : public Placement {
   // is deleted (a named one suspended: its workspace is kept).
   Result<Placed> waitReady(nlohmann::json claim, bool named, const CancelToken& cancel);
   // A named claim's Sandbox suspended (its pod ends; it and its PVC stay), the time noted.
-  Status suspend(const nlohmann::json& claim);
+  Status suspend(const std::string& claim, const std::string& sandbox);
   Status patch(const std::string& path, const nlohmann::json& body, const std::string& what,
                nlohmann::json* answer = nullptr);
   // The claim's Ready condition and Sandbox name once it is ready; or what it says it waits

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,20 @@ struct Spec {
   // session's, gone with its sandbox.
   std::string named;
 };
+
+// When a kept workspace's session ended is noted on the engine's object (a label, an
+// annotation) as unix seconds: now, and a note read back (none when it is no such number).
+inline std::string unixSecondsNow() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+}
+inline std::optional<std::chrono::system_clock::time_point> unixSeconds(const std::string& note) {
+  char* end = nullptr;
+  const long long at = std::strtoll(note.c_str(), &end, 10);
+  if (note.empty() || end == nullptr || *end != '\0') return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(at));
+}
 
 // A named session's workspace that outlives its sandbox (Spec::named), and when its last
 // session ended.

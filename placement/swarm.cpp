@@ -1,7 +1,6 @@
 #include "placement/swarm.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -277,24 +276,19 @@ Result<Placed> SwarmPlacement::place(const std::string& tenant, const std::strin
 }
 
 Status SwarmPlacement::release(const std::string& service) {
-  auto r = client_.call("DELETE", "/services/" + urlEncode(service));
-  if (!r.ok()) return r.status();
-  if (r->status == 200 || r->status == 404) {
-    std::string volume;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = named_volumes_.find(service); it != named_volumes_.end()) {
-        volume = it->second;
-        named_volumes_.erase(it);
-      }
+  BYD_RETURN_IF_ERROR(remove("/services/" + urlEncode(service), "Swarm service " + service));
+  std::string volume;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = named_volumes_.find(service); it != named_volumes_.end()) {
+      volume = it->second;
+      named_volumes_.erase(it);
     }
-    if (volume.empty()) return okStatus();
-    // --workspace-ttl counts from now.
-    BYD_ASSIGN_OR_RETURN(const std::optional<Kept> kept, keptOn(volume));
-    return kept ? markClosed(kept->config) : okStatus();
   }
-  return failedPrecondition("the engine could not remove Swarm service " + service + " (HTTP " +
-                            std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+  if (volume.empty()) return okStatus();
+  // --workspace-ttl counts from now.
+  BYD_ASSIGN_OR_RETURN(const std::optional<Kept> kept, keptOn(volume));
+  return kept ? markClosed(kept->config) : okStatus();
 }
 
 std::string SwarmPlacement::keptVolume(const std::string& tenant, const std::string& name) const {
@@ -331,22 +325,23 @@ Status SwarmPlacement::rememberNode(const std::string& volume, const std::string
       .status();
 }
 
-Status SwarmPlacement::removeConfig(const std::string& id) {
-  auto r = client_.call("DELETE", "/configs/" + urlEncode(id));
+Status SwarmPlacement::remove(const std::string& path, const std::string& what) {
+  auto r = client_.call("DELETE", path);
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 204 || r->status == 404) return okStatus();
-  return failedPrecondition("the engine could not remove Swarm config " + id + " (HTTP " +
+  return failedPrecondition("the engine could not remove " + what + " (HTTP " +
                             std::to_string(r->status) + ": " + r->body.substr(0, 200) + ")");
+}
+
+Status SwarmPlacement::removeConfig(const std::string& id) {
+  return remove("/configs/" + urlEncode(id), "Swarm config " + id);
 }
 
 Status SwarmPlacement::markClosed(const std::string& id) {
   // Only a config's labels may change: its spec is sent back whole, at its version.
   BYD_ASSIGN_OR_RETURN(json config, client_.request("GET", "/configs/" + urlEncode(id)));
   json spec = config.value("Spec", json::object());
-  spec["Labels"][kClosedLabel] =
-      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count());
+  spec["Labels"][kClosedLabel] = unixSecondsNow();
   const int64_t version = config.value("Version", json::object()).value("Index", int64_t{0});
   auto r = client_.call("POST",
                         "/configs/" + urlEncode(id) + "/update?version=" + std::to_string(version),
@@ -373,11 +368,8 @@ Result<std::vector<KeptWorkspace>> SwarmPlacement::keptWorkspaces() {
     KeptWorkspace kept{.tenant = labels.value(kTenantLabel, ""),
                        .name = labels.value(kNamedLabel, ""),
                        .closed = std::chrono::system_clock::now()};
-    const std::string closed = labels.value(kClosedLabel, "");
-    char* end = nullptr;
-    const long long at = std::strtoll(closed.c_str(), &end, 10);
-    if (!closed.empty() && end != nullptr && *end == '\0') {
-      kept.closed = std::chrono::system_clock::time_point(std::chrono::seconds(at));
+    if (const auto closed = unixSeconds(labels.value(kClosedLabel, ""))) {
+      kept.closed = *closed;
     } else if (Status s = markClosed(c.value("ID", "")); !s.ok()) {
       spdlog::warn("{}", s.message());
     }

@@ -91,6 +91,8 @@ class SwarmPlacement final : public Placement {
   Result<std::optional<Kept>> keptOn(const std::string& volume) const;
   Status rememberNode(const std::string& volume, const std::string& tenant, const std::string& name,
                       const std::string& node);
+  // DELETE of an engine object; one already gone is no error.
+  Status remove(const std::string& path, const std::string& what);
   Status removeConfig(const std::string& id);
   // Sets the config's label of when its session ended to now.
   Status markClosed(const std::string& id);
